@@ -1,0 +1,119 @@
+"""`manifest.json`: what a generated data set contains and what reading it back must give."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, Self
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from generators.schema import KEY_COLUMN
+
+MANIFEST_FILE = "manifest.json"
+KeyRange = tuple[int, int]  # inclusive
+
+
+class ManifestError(ValueError):
+    """A data set folder has no readable manifest."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FieldSpec(_Model):
+    name: str
+    type: str  # str() of the Arrow type
+
+
+class FileEntry(_Model):
+    name: str
+    rows: int
+    bytes: int
+
+
+class Expected(_Model):
+    """Table content after upserting a change set into its base, keyed on the key column."""
+
+    rows: int
+    checksum: str
+    key_ranges: list[KeyRange]
+
+
+class DatasetManifest(_Model):
+    kind: Literal["base", "changes"]
+    rows: int
+    columns: int
+    seed: int
+    schema_fields: list[FieldSpec]
+    files: list[FileEntry]
+    checksum: str
+    key_column: str = KEY_COLUMN
+    key_ranges: list[KeyRange]
+    # Change sets only.
+    base_checksum: str | None = None
+    updates: int = 0
+    inserts: int = 0
+    update_ratio: float = 0.0
+    insert_ratio: float = 0.0
+    evolved: bool = False
+    expected_after_upsert: Expected | None = None
+
+    @model_validator(mode="after")
+    def _changes_know_their_base(self) -> Self:
+        if self.kind == "changes" and (self.base_checksum is None or self.expected_after_upsert is None):
+            raise ValueError("a change set needs base_checksum and expected_after_upsert")
+        return self
+
+    def field_names(self) -> list[str]:
+        return [field.name for field in self.schema_fields]
+
+    def file_paths(self, directory: Path) -> list[Path]:
+        return [Path(directory) / entry.name for entry in self.files]
+
+    def save(self, directory: Path) -> Path:
+        path = Path(directory) / MANIFEST_FILE
+        path.write_text(self.model_dump_json(indent=2) + "\n")
+        return path
+
+    @classmethod
+    def load(cls, directory: Path) -> Self:
+        path = Path(directory) / MANIFEST_FILE
+        if not path.is_file():
+            what = "no manifest" if Path(directory).is_dir() else "data set folder does not exist"
+            raise ManifestError(f"{what}: {path}")
+        try:
+            return cls.model_validate_json(path.read_bytes())
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "document"
+            raise ManifestError(f"corrupt manifest {path}: {where}: {first['msg']}") from None
+
+
+def schema_fields(schema: pa.Schema) -> list[FieldSpec]:
+    return [FieldSpec(name=field.name, type=str(field.type)) for field in schema]
+
+
+def part_name(index: int) -> str:
+    return f"part-{index:05d}.parquet"
+
+
+def prepare_dataset_dir(directory: Path) -> None:
+    """Create the folder and drop a previous set's files, manifest first, so a half-written
+    set never looks complete."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / MANIFEST_FILE).unlink(missing_ok=True)
+    for stale in directory.glob("part-*.parquet"):
+        stale.unlink()
+
+
+def merge_key_ranges(ranges: list[KeyRange]) -> list[KeyRange]:
+    """Sort and join overlapping or adjacent inclusive ranges."""
+    merged: list[KeyRange] = []
+    for low, high in sorted(ranges):
+        if merged and low <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], high))
+        else:
+            merged.append((low, high))
+    return merged

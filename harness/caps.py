@@ -1,0 +1,180 @@
+"""Memory caps enforced by the kernel, and the peak/OOM figures the kernel keeps for them.
+
+`cgroup`: a cgroup v1 memory cgroup created under our own (limit on RAM+swap for the whole
+worker tree, peak from `memory.max_usage_in_bytes`, OOM from the `oom_kill` counter).
+`rlimit`: RLIMIT_AS on the worker process only (virtual memory; a last resort).
+`none`: no cap, peak from the worker's ru_maxrss.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import IcebenchError
+
+CGROUP_ROOT = Path("/sys/fs/cgroup/memory")
+# Below this no Python interpreter with pyarrow can even start.
+MIN_CAP_BYTES = 16 * 2**20
+_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def parse_size(text: str) -> int:
+    """'512m', '2g', '1.5G', '1048576' -> bytes."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", text.lower())
+    if not match:
+        raise IcebenchError(f"memory cap {text!r} is not a size (use e.g. 512m, 2g)")
+    number, unit = match.groups()
+    size = int(float(number) * _UNITS[unit])
+    if size < MIN_CAP_BYTES:
+        raise IcebenchError(f"memory cap {text!r} is below the {MIN_CAP_BYTES // 2**20} MiB any worker needs")
+    return size
+
+
+def format_size(size: int | None) -> str:
+    if size is None:
+        return "-"
+    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= factor:
+            return f"{size / factor:.1f} {unit}"
+    return f"{size} B"
+
+
+def _own_memory_cgroup() -> Path | None:
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return CGROUP_ROOT / path.lstrip("/")
+    return None
+
+
+@dataclass
+class MemoryUsage:
+    usage_bytes: int
+    rss_bytes: int
+    cache_bytes: int
+
+
+class MemoryCap:
+    """One worker's cap. `launch_prefix` goes in front of the worker's command."""
+
+    method = "none"
+
+    def __init__(self, cap_bytes: int | None) -> None:
+        self.cap_bytes = cap_bytes
+
+    def launch_prefix(self) -> list[str]:
+        return []
+
+    def sample(self) -> MemoryUsage | None:
+        return None
+
+    def peak_bytes(self) -> int | None:
+        return None
+
+    def oom_kills(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        """Release what the cap created."""
+
+
+class CgroupCap(MemoryCap):
+    method = "cgroup-v1"
+
+    def __init__(self, cap_bytes: int, parent: Path) -> None:
+        super().__init__(cap_bytes)
+        self.path = parent / f"icebench-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.path.mkdir()
+        try:
+            self._write("memory.limit_in_bytes", cap_bytes)
+            memsw = self.path / "memory.memsw.limit_in_bytes"
+            if memsw.exists():  # no swap either: the cap is the cap
+                memsw.write_text(str(cap_bytes))
+        except OSError:
+            self.close()
+            raise
+
+    def _write(self, name: str, value: int) -> None:
+        (self.path / name).write_text(str(value))
+
+    def _read_int(self, name: str) -> int:
+        return int((self.path / name).read_text())
+
+    def launch_prefix(self) -> list[str]:
+        # The child moves itself into the cgroup before exec, so every byte it maps is counted.
+        return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(self.path)]
+
+    def sample(self) -> MemoryUsage | None:
+        try:
+            stat = dict(line.split() for line in (self.path / "memory.stat").read_text().splitlines())
+            return MemoryUsage(
+                self._read_int("memory.usage_in_bytes"), int(stat["total_rss"]), int(stat["total_cache"])
+            )
+        except (OSError, KeyError, ValueError):
+            return None
+
+    def peak_bytes(self) -> int | None:
+        return self._read_int("memory.max_usage_in_bytes")
+
+    def oom_kills(self) -> int:
+        for line in (self.path / "memory.oom_control").read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill":
+                return int(value)
+        return 0
+
+    def close(self) -> None:
+        try:
+            self.path.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            # Lingering tasks (should not happen after wait): force them out of our way.
+            (self.path / "memory.force_empty").write_text("0")
+            self.path.rmdir()
+
+
+class RlimitCap(MemoryCap):
+    method = "rlimit-as"
+
+    def launch_prefix(self) -> list[str]:
+        # util-linux prlimit sets the limit before exec (no preexec_fn: unsafe with threads).
+        return ["prlimit", f"--as={self.cap_bytes}", "--"]
+
+
+def cgroup_parent() -> Path | None:
+    """Our own memory cgroup when we may create children in it."""
+    own = _own_memory_cgroup()
+    if own is None or not own.is_dir() or not os.access(own, os.W_OK):
+        return None
+    return own
+
+
+def best_method() -> str:
+    return "cgroup" if cgroup_parent() is not None else "rlimit"
+
+
+def resolve_isolation(isolation: str) -> str:
+    """`auto` becomes the best the machine allows: a cgroup where writable, else RLIMIT_AS."""
+    if isolation not in ("auto", "cgroup", "rlimit", "none"):
+        raise IcebenchError(f"unknown isolation {isolation!r}; choose from auto, cgroup, rlimit, none")
+    return best_method() if isolation == "auto" else isolation
+
+
+def make_cap(isolation: str, cap_bytes: int | None) -> MemoryCap:
+    method = resolve_isolation(isolation)
+    if cap_bytes is None or method == "none":
+        return MemoryCap(None)
+    if method == "cgroup":
+        parent = cgroup_parent()
+        if parent is None:
+            raise IcebenchError("isolation 'cgroup' needs a writable cgroup v1 memory controller")
+        try:
+            return CgroupCap(cap_bytes, parent)
+        except OSError as exc:
+            raise IcebenchError(f"cannot create a memory cgroup under {parent}: {exc}") from None
+    return RlimitCap(cap_bytes)

@@ -1,0 +1,301 @@
+"""`icebench`: generate data, run one scenario x writer, a matrix, or a batch-count scale."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from generators.changes import generate_changes
+from generators.manifest import ManifestError
+from generators.presets import PRESETS, get_preset
+from generators.wide import generate_base
+from harness.caps import format_size, parse_size, resolve_isolation
+from harness.datasets import data_set
+from harness.errors import IcebenchError
+from harness.matrix import (
+    MatrixConfig,
+    generation_progress,
+    load_matrix_config,
+    prepare_data,
+    run_matrix,
+    run_scale,
+)
+from harness.results import ResultsStore, environment
+from harness.runner import Runner, RunPlan
+from harness.settings import Settings, load_settings
+from harness.writers import get_writer, writers
+from reports.summary import summary_table
+from scenarios import get_scenario, scenarios
+from scenarios.base import DataSets
+
+# Wide enough for the summary table when output goes to a file or CI log.
+console = Console(width=None if sys.stdout.isatty() else 200)
+
+
+def _comma_ints(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+    if len(values) < 2 or min(values) < 1:
+        raise argparse.ArgumentTypeError("give at least two positive batch counts, e.g. 25,50,100,200")
+    return values
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="TOML file with [settings] (and [matrix]) tables")
+    parser.add_argument("--memory", help="memory cap per worker, e.g. 512m, 2g (default from settings: 2g)")
+    parser.add_argument("--isolation", choices=["auto", "cgroup", "rlimit", "none"])
+    parser.add_argument("--batch-rows", type=int, help="rows per batch handed to the writer")
+    parser.add_argument("--results", type=Path, help="results root folder (default: results)")
+    parser.add_argument(
+        "--keep-warehouse",
+        action="store_true",
+        default=None,
+        help="keep each run's warehouse under results/<run-id>/work",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="icebench", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    gen = commands.add_parser("generate", help="write a deterministic parquet set or an upsert change set")
+    gen.add_argument("--preset", help=f"one of {', '.join(PRESETS)}")
+    gen.add_argument("--rows", type=int)
+    gen.add_argument("--columns", type=int)
+    gen.add_argument("--files", type=int)
+    gen.add_argument("--seed", type=int, default=42)
+    gen.add_argument("--first-key", type=int, default=0)
+    gen.add_argument(
+        "--changes-of", type=Path, metavar="BASE_DIR", help="write a change set of this base set"
+    )
+    gen.add_argument("--update-ratio", type=float, default=0.2)
+    gen.add_argument("--insert-ratio", type=float, default=0.1)
+    gen.add_argument("--evolved", action="store_true", help="change rows carry an extra column")
+    gen.add_argument("--out", type=Path, required=True)
+
+    run = commands.add_parser("run", help="one scenario x writer run in a memory-capped worker")
+    run.add_argument("--scenario", required=True)
+    run.add_argument("--writer", required=True)
+    run.add_argument("--preset", default="tiny")
+    run.add_argument("--source", type=Path, help="generated set to feed the writer instead of the preset's")
+    run.add_argument("--base", type=Path, help="generated set the table holds before (replace, upsert)")
+    _common(run)
+
+    commands.add_parser("writers", help="list writer backends and the operations they support")
+    commands.add_parser("scenarios", help="list scenarios")
+
+    matrix = commands.add_parser("matrix", help="every scenario x writer (x preset), with a summary table")
+    matrix.add_argument("--preset", help="comma-separated presets (default: small)")
+    matrix.add_argument("--scenarios", help="comma-separated scenario names (default: all)")
+    matrix.add_argument("--writers", help="comma-separated writer names (default: all)")
+    _common(matrix)
+
+    scale = commands.add_parser(
+        "scale", help="commit-cost growth: the same batch size at several batch counts"
+    )
+    scale.add_argument("--writer", required=True)
+    scale.add_argument("--scenario", default="append")
+    scale.add_argument("--preset", default="small")
+    scale.add_argument("--batches", type=_comma_ints, default=[25, 50, 100, 200])
+    _common(scale)
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    settings = load_settings(
+        args.config,
+        memory=args.memory,
+        isolation=args.isolation,
+        batch_rows=args.batch_rows,
+        results_dir=args.results,
+        keep_warehouse=args.keep_warehouse,
+    )
+    parse_size(settings.memory)  # a bad cap fails before any work
+    return settings
+
+
+def _store(settings: Settings) -> ResultsStore:
+    store = ResultsStore(settings.results_dir)
+    store.write_environment(
+        environment(resolve_isolation(settings.isolation), settings.model_dump(mode="json"))
+    )
+    return store
+
+
+def cmd_generate(args: argparse.Namespace) -> None:
+    with generation_progress(console) as progress:
+        if args.changes_of:
+            rows = round(data_set(args.changes_of).manifest.rows * (args.update_ratio + args.insert_ratio))
+            manifest = generate_changes(
+                args.changes_of,
+                args.out,
+                seed=args.seed,
+                update_ratio=args.update_ratio,
+                insert_ratio=args.insert_ratio,
+                evolved=args.evolved,
+                progress=progress("changes", rows),
+            )
+        else:
+            preset = get_preset(args.preset) if args.preset else None
+            rows = args.rows or (preset.rows if preset else None)
+            columns = args.columns or (preset.columns if preset else None)
+            files = args.files or (preset.files if preset else 1)
+            if rows is None or columns is None:
+                raise IcebenchError("generate needs --preset or both --rows and --columns")
+            manifest = generate_base(
+                args.out,
+                rows=rows,
+                columns=columns,
+                files=files,
+                seed=args.seed,
+                first_key=args.first_key,
+                progress=progress("rows", rows),
+            )
+    console.print(
+        f"wrote {manifest.rows} rows x {manifest.columns} columns in {len(manifest.files)} files "
+        f"to {args.out} (checksum {manifest.checksum})"
+    )
+
+
+def _run_sets(args: argparse.Namespace, settings: Settings) -> tuple[str, DataSets]:
+    scenario = get_scenario(args.scenario)()
+    if args.source is None and args.base is None:
+        return args.preset, prepare_data(settings, args.preset, list(scenario.needs), console)
+    if args.source is None or (scenario.initial_set and args.base is None):
+        needed = "--source and --base" if scenario.initial_set else "--source"
+        raise IcebenchError(f"scenario {scenario.name} with your own data needs {needed}")
+    sets = {scenario.source_set: data_set(args.source)}
+    if scenario.initial_set:
+        sets[scenario.initial_set] = data_set(args.base)
+        source = sets[scenario.source_set].manifest
+        if source.kind == "changes" and source.base_checksum != sets[scenario.initial_set].manifest.checksum:
+            raise IcebenchError(f"change set {args.source} was not made from base set {args.base}")
+    if scenario.name.endswith("upsert") and sets[scenario.source_set].manifest.kind != "changes":
+        raise IcebenchError(
+            f"source {args.source} is a base set; {scenario.name} needs a change set "
+            f"(icebench generate --changes-of BASE)"
+        )
+    return "custom", sets
+
+
+def cmd_run(args: argparse.Namespace) -> None:
+    get_writer(args.writer)
+    settings = _settings(args)
+    preset, sets = _run_sets(args, settings)
+    store = _store(settings)
+    record = Runner(settings, store).run(
+        RunPlan(args.scenario, args.writer, preset, sets, settings.batch_rows, parse_size(settings.memory))
+    )
+    console.print(summary_table([record], title=f"icebench run {store.run_id}"))
+    for check in record.verdict.failed if record.verdict else []:
+        upstream = f" [{check.upstream}]" if check.upstream else ""
+        console.print(f"  [red]failed[/] {check.name}: {check.reason}{upstream}")
+    console.print(f"results: {store.runs_path}")
+
+
+def cmd_writers(_: argparse.Namespace) -> None:
+    table = Table(title="writers", header_style="bold")
+    for column in ("writer", "append", "replace", "upsert", "commits", "what it does"):
+        table.add_column(column)
+    for name, writer in writers().items():
+        marks = [
+            "yes" if writer.supports(op) else "[dim]unsupported[/]" for op in ("append", "replace", "upsert")
+        ]
+        table.add_row(name, *marks, "one" if writer.single_commit else "per batch", writer.description)
+    console.print(table)
+
+
+def cmd_scenarios(_: argparse.Namespace) -> None:
+    table = Table(title="scenarios", header_style="bold")
+    for column in ("scenario", "operation", "what it does"):
+        table.add_column(column)
+    for name, scenario in scenarios().items():
+        table.add_row(name, scenario.operation, scenario.description)
+    console.print(table)
+
+
+def cmd_matrix(args: argparse.Namespace) -> None:
+    settings = _settings(args)
+    config = load_matrix_config(args.config)
+    overrides = {
+        k: v
+        for k, v in (("presets", args.preset), ("scenarios", args.scenarios), ("writers", args.writers))
+        if v
+    }
+    config = MatrixConfig.model_validate({**config.model_dump(), **overrides}).resolved()
+    store = _store(settings)
+    console.print(
+        f"icebench matrix: {len(config.scenarios)} scenarios x {len(config.writers)} writers x "
+        f"presets {', '.join(config.presets)}, cap {format_size(parse_size(settings.memory))} "
+        f"({resolve_isolation(settings.isolation)})"
+    )
+    run_matrix(settings, config, store, console)
+    console.print(f"results: {store.runs_path}")
+
+
+def cmd_scale(args: argparse.Namespace) -> None:
+    settings = _settings(args)
+    get_writer(args.writer)
+    get_scenario(args.scenario)
+    store = _store(settings)
+    result = run_scale(
+        settings,
+        writer=args.writer,
+        scenario=args.scenario,
+        preset=args.preset,
+        batch_counts=args.batches,
+        batch_rows=args.batch_rows,
+        store=store,
+        console=console,
+    )
+    table = Table(
+        title=f"scale {args.writer} / {args.scenario} / {args.preset}, {result.batch_rows} rows per batch"
+    )
+    for column in ("batches", "status", "write s", "late/early", "peak mem"):
+        table.add_column(column, justify="right")
+    for p in result.points:
+        table.add_row(
+            str(p.batches),
+            p.status,
+            f"{p.write_s or 0:.2f}",
+            f"{p.late_early_ratio:.2f}" if p.late_early_ratio else "-",
+            format_size(p.peak_memory_bytes),
+        )
+    console.print(table)
+    if result.growth_exponent is not None:
+        console.print(f"growth_exponent = {result.growth_exponent:.2f} ({result.growth_class})")
+    console.print(f"results: {store.folder}")
+
+
+COMMANDS = {
+    "generate": cmd_generate,
+    "run": cmd_run,
+    "writers": cmd_writers,
+    "scenarios": cmd_scenarios,
+    "matrix": cmd_matrix,
+    "scale": cmd_scale,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        COMMANDS[args.command](args)
+    except (IcebenchError, ManifestError, ValueError) as exc:
+        print(f"icebench: error: {exc}", file=sys.stderr)
+        return getattr(exc, "exit_code", 2)
+    except KeyboardInterrupt:
+        print("icebench: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""The generated sets a preset's scenarios need, made once and cached under settings.data_dir."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from generators.changes import generate_changes
+from generators.manifest import DatasetManifest, ManifestError
+from generators.presets import Preset
+from generators.wide import generate_base
+from harness.errors import SourceError
+from scenarios.base import DataSet, DataSets
+
+# name -> sets it is derived from; generated in this order.
+SET_DEPENDENCIES: dict[str, tuple[str, ...]] = {
+    "base": (),
+    "replacement": (),
+    "changes": ("base",),
+    "changes-evolved": ("base",),
+}
+
+ProgressFactory = Callable[[str, int], Callable[[int], None]]
+
+
+class DataCache:
+    def __init__(self, root: Path, seed: int, update_ratio: float, insert_ratio: float) -> None:
+        self.root = root
+        self.seed = seed
+        self.update_ratio = update_ratio
+        self.insert_ratio = insert_ratio
+
+    def folder(self, preset: Preset) -> Path:
+        return self.root / f"{preset.name}-{preset.rows}x{preset.columns}-f{preset.files}-seed{self.seed}"
+
+    def ensure(
+        self, preset: Preset, names: Iterable[str], progress: ProgressFactory | None = None
+    ) -> DataSets:
+        wanted = set(names)
+        for name in list(wanted):
+            wanted.update(SET_DEPENDENCIES[name])
+        sets: DataSets = {}
+        for name in (n for n in SET_DEPENDENCIES if n in wanted):
+            directory = self._set_folder(preset, name)
+            if not (directory / "manifest.json").exists():
+                self._generate(preset, name, directory, sets, progress)
+            sets[name] = DataSet(directory, DatasetManifest.load(directory))
+        return sets
+
+    def _generate(
+        self, preset: Preset, name: str, directory: Path, sets: DataSets, progress: ProgressFactory | None
+    ) -> None:
+        staging = directory.with_name(f".{name}.partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        rows = preset.rows if name in ("base", "replacement") else self._change_rows(preset)
+        advance = progress(f"generate {preset.name}/{name}", rows) if progress else None
+        if name == "base":
+            generate_base(
+                staging,
+                rows=preset.rows,
+                columns=preset.columns,
+                files=preset.files,
+                seed=self.seed,
+                progress=advance,
+            )
+        elif name == "replacement":
+            # Disjoint keys, other values: every row of the replaced set must disappear.
+            generate_base(
+                staging,
+                rows=preset.rows,
+                columns=preset.columns,
+                files=preset.files,
+                seed=self.seed + 1,
+                first_key=preset.rows,
+                progress=advance,
+            )
+        else:
+            generate_changes(
+                sets["base"].directory,
+                staging,
+                seed=self.seed + 2,
+                update_ratio=self.update_ratio,
+                insert_ratio=self.insert_ratio,
+                evolved=name == "changes-evolved",
+                progress=advance,
+            )
+        staging.rename(directory)
+
+    def _set_folder(self, preset: Preset, name: str) -> Path:
+        if SET_DEPENDENCIES[name]:  # change sets also depend on the ratios
+            name = f"{name}-u{self.update_ratio:g}-i{self.insert_ratio:g}"
+        return self.folder(preset) / name
+
+    def _change_rows(self, preset: Preset) -> int:
+        return round(preset.rows * (self.update_ratio + self.insert_ratio))
+
+
+def data_set(directory: Path) -> DataSet:
+    """A user-given set (`--source`, `--base`): must be a generated set with its manifest."""
+    if not directory.is_dir():
+        raise SourceError(f"source {directory} does not exist or is not a folder")
+    try:
+        return DataSet(directory, DatasetManifest.load(directory))
+    except ManifestError as exc:
+        raise SourceError(str(exc)) from None

@@ -1,0 +1,121 @@
+"""Starts one worker inside its memory cap, samples its memory, and collects what the kernel saw."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from harness.caps import MemoryCap, MemoryUsage
+
+
+@dataclass
+class Launch:
+    returncode: int
+    wall_s: float
+    peak_rss_bytes: int
+    peak_memory_bytes: int | None
+    oom_kills: int
+    timed_out: bool
+    timeline: list[tuple[float, int, int]] = field(default_factory=list)
+
+
+class Sampler(threading.Thread):
+    """Memory of the worker every `interval` seconds: the cgroup's figures, else psutil's tree RSS."""
+
+    def __init__(self, cap: MemoryCap, pid: int, interval: float) -> None:
+        super().__init__(daemon=True)
+        self.cap, self.pid, self.interval = cap, pid, interval
+        self.samples: list[tuple[float, int, int]] = []
+        self.stopped = threading.Event()
+        self.start_time = time.perf_counter()
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.interval):
+            usage = self.cap.sample() or _tree_usage(self.pid)
+            if usage:
+                self.samples.append(
+                    (round(time.perf_counter() - self.start_time, 3), usage.usage_bytes, usage.rss_bytes)
+                )
+
+
+def _tree_usage(pid: int) -> MemoryUsage | None:
+    try:
+        root = psutil.Process(pid)
+        rss = sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
+    except psutil.Error:
+        return None
+    return MemoryUsage(usage_bytes=rss, rss_bytes=rss, cache_bytes=0)
+
+
+def downsample(samples: list[tuple[float, int, int]], points: int) -> list[tuple[float, int, int]]:
+    """Keeps at most `points` samples, always including the highest one."""
+    if len(samples) <= points:
+        return samples
+    step = len(samples) / points
+    kept = {int(i * step) for i in range(points)} | {max(range(len(samples)), key=lambda i: samples[i][1])}
+    return [samples[i] for i in sorted(kept)]
+
+
+def launch_worker(
+    cap: MemoryCap,
+    spec_path: Path,
+    log_path: Path,
+    *,
+    timeout_s: float,
+    sample_interval_s: float,
+    timeline_points: int,
+) -> Launch:
+    command = [*cap.launch_prefix(), sys.executable, "-m", "harness.worker", str(spec_path)]
+    with log_path.open("ab") as log:
+        start = time.perf_counter()
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+    sampler = Sampler(cap, process.pid, sample_interval_s)
+    sampler.start()
+    timed_out = threading.Event()
+
+    def on_timeout() -> None:
+        timed_out.set()
+        _kill_group(process.pid)
+
+    timer = threading.Timer(timeout_s, on_timeout)
+    timer.start()
+    try:
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+    except BaseException:  # Ctrl-C or anything else: the worker must not outlive us
+        _kill_group(process.pid)
+        process.wait()
+        raise
+    finally:
+        timer.cancel()
+        sampler.stopped.set()
+        sampler.join()
+    wall = time.perf_counter() - start
+    peak_rss = usage.ru_maxrss * 1024
+    timeline = sampler.samples
+    peak = cap.peak_bytes() or max([peak_rss, *(s[1] for s in timeline)])
+    return Launch(
+        returncode=process.returncode,
+        wall_s=wall,
+        peak_rss_bytes=peak_rss,
+        peak_memory_bytes=peak,
+        oom_kills=cap.oom_kills(),
+        timed_out=timed_out.is_set(),
+        timeline=downsample(timeline, timeline_points),
+    )
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)

@@ -1,0 +1,219 @@
+"""Many runs: the scenario x writer x preset matrix, and the batch-count scale of one writer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from generators.presets import get_preset
+from harness.caps import parse_size
+from harness.datasets import DataCache
+from harness.errors import IcebenchError
+from harness.growth import growth_class, growth_exponent
+from harness.results import ResultsStore, RunRecord
+from harness.runner import Runner, RunPlan
+from harness.settings import Settings, read_toml
+from harness.source import ParquetSource
+from harness.writers import get_writer, writers
+from reports.summary import summary_table
+from scenarios import get_scenario, scenarios
+from scenarios.base import DataSets
+
+
+class MatrixConfig(BaseModel):
+    """The `[matrix]` table of a config file; empty lists mean all."""
+
+    model_config = ConfigDict(extra="forbid")
+    presets: list[str] = Field(default_factory=lambda: ["small"])
+    scenarios: list[str] = Field(default_factory=list)
+    writers: list[str] = Field(default_factory=list)
+
+    @field_validator("presets", "scenarios", "writers", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+
+    def resolved(self) -> MatrixConfig:
+        """Every name checked (one-line error for an unknown one), defaults filled in."""
+        for name in self.presets:
+            get_preset(name)
+        for name in self.scenarios:
+            get_scenario(name)
+        for name in self.writers:
+            get_writer(name)
+        return MatrixConfig(
+            presets=self.presets,
+            scenarios=self.scenarios or list(scenarios()),
+            writers=self.writers or list(writers()),
+        )
+
+
+def progress_bar(console: Console) -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
+
+
+@contextmanager
+def generation_progress(console: Console) -> Iterator[Callable[[str, int], Callable[[int], None]]]:
+    with progress_bar(console) as progress:
+
+        def factory(description: str, total: int) -> Callable[[int], None]:
+            task = progress.add_task(description, total=total)
+            return lambda rows: progress.advance(task, rows)
+
+        yield factory
+
+
+def prepare_data(settings: Settings, preset_name: str, set_names: list[str], console: Console) -> DataSets:
+    cache = DataCache(settings.data_dir, settings.seed, settings.update_ratio, settings.insert_ratio)
+    with generation_progress(console) as factory:
+        sets = cache.ensure(get_preset(preset_name), set_names, factory)
+    for data in sets.values():  # footers and schemas, before any table is touched
+        ParquetSource.open(data.directory, batch_rows=1)
+    return sets
+
+
+def run_matrix(
+    settings: Settings, config: MatrixConfig, store: ResultsStore, console: Console
+) -> list[RunRecord]:
+    config = config.resolved()
+    cap = parse_size(settings.memory)
+    runner = Runner(settings, store)
+    needed = sorted({s for name in config.scenarios for s in get_scenario(name)().needs})
+    records: list[RunRecord] = []
+    for preset in config.presets:
+        sets = prepare_data(settings, preset, needed, console)
+        plans = [
+            RunPlan(scenario, writer, preset, sets, settings.batch_rows, cap)
+            for scenario in config.scenarios
+            for writer in config.writers
+        ]
+        with progress_bar(console) as progress:
+            task = progress.add_task(f"matrix {preset}", total=len(plans))
+            for plan in plans:
+                progress.update(task, description=f"{preset}: {plan.scenario} x {plan.writer}")
+                record = runner.run(plan)
+                records.append(record)
+                progress.console.print(
+                    f"  {plan.scenario:<24} {plan.writer:<30} {record.status:<11} {_verdict_word(record)}"
+                )
+                progress.advance(task)
+    console.print(summary_table(records, title=f"icebench matrix {store.run_id}"))
+    return records
+
+
+def _verdict_word(record: RunRecord) -> str:
+    if record.verdict is None:
+        return ""
+    return "pass" if record.verdict.passed else f"FAIL ({', '.join(c.name for c in record.verdict.failed)})"
+
+
+class ScalePoint(BaseModel):
+    batches: int
+    write_s: float | None
+    wall_s: float | None
+    peak_memory_bytes: int | None
+    late_early_ratio: float | None
+    status: str
+
+
+class ScaleResult(BaseModel):
+    writer: str
+    scenario: str
+    preset: str
+    batch_rows: int
+    points: list[ScalePoint]
+    growth_exponent: float | None
+    growth_class: str | None
+
+
+def run_scale(
+    settings: Settings,
+    *,
+    writer: str,
+    scenario: str,
+    preset: str,
+    batch_counts: list[int],
+    batch_rows: int | None,
+    store: ResultsStore,
+    console: Console,
+) -> ScaleResult:
+    """Same batch size, more batches: total write time vs batch count on log-log axes."""
+    get_writer(writer)
+    scenario_obj = get_scenario(scenario)()
+    sets = prepare_data(settings, preset, list(scenario_obj.needs), console)
+    rows = sets[scenario_obj.source_set].manifest.rows
+    batch_rows = batch_rows or rows // max(batch_counts)
+    if batch_rows < 1 or batch_rows * max(batch_counts) > rows:
+        raise_too_many(batch_counts, batch_rows, rows, preset)
+    runner = Runner(settings, store)
+    cap = parse_size(settings.memory)
+    points = []
+    with progress_bar(console) as progress:
+        task = progress.add_task(f"scale {writer}", total=len(batch_counts))
+        for count in sorted(batch_counts):
+            record = runner.run(
+                RunPlan(scenario, writer, preset, sets, batch_rows, cap, limit_rows=count * batch_rows)
+            )
+            points.append(
+                ScalePoint(
+                    batches=count,
+                    write_s=record.write_s,
+                    wall_s=record.wall_s,
+                    peak_memory_bytes=record.peak_memory_bytes,
+                    late_early_ratio=record.late_early_ratio,
+                    status=record.status,
+                )
+            )
+            progress.console.print(
+                f"  {count:>5} batches: write {record.write_s or 0:.2f} s, "
+                f"{record.status}, {_verdict_word(record)}"
+            )
+            progress.advance(task)
+    good = [p for p in points if p.status == "ok" and p.write_s]
+    exponent = (
+        growth_exponent([p.batches for p in good], [p.write_s for p in good])
+        if len({p.batches for p in good}) >= 2
+        else None
+    )
+    result = ScaleResult(
+        writer=writer,
+        scenario=scenario,
+        preset=preset,
+        batch_rows=batch_rows,
+        points=points,
+        growth_exponent=exponent,
+        growth_class=growth_class(exponent) if exponent else None,
+    )
+    with (store.folder / "scale.jsonl").open("a") as out:
+        out.write(json.dumps(result.model_dump()) + "\n")
+    return result
+
+
+def raise_too_many(batch_counts: list[int], batch_rows: int, rows: int, preset: str) -> None:
+    raise IcebenchError(
+        f"{max(batch_counts)} batches of {batch_rows} rows need more than the {rows} rows of preset {preset}"
+    )
+
+
+def load_matrix_config(path: Path | None) -> MatrixConfig:
+    if path is None:
+        return MatrixConfig()
+    try:
+        return MatrixConfig.model_validate(read_toml(path).get("matrix", {}))
+    except ValueError as exc:
+        raise IcebenchError(
+            f"config file {path}: invalid [matrix] table: {str(exc).splitlines()[1:3]}"
+        ) from None

@@ -1,0 +1,33 @@
+"""Plug-ins by convention: every module of a package that defines a concrete subclass is one."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from types import ModuleType
+from typing import TypeVar
+
+from harness.errors import IcebenchError
+
+T = TypeVar("T")
+
+
+def discover(package: ModuleType, base: type[T], skip: tuple[str, ...] = ("base",)) -> dict[str, type[T]]:
+    """name -> class for each concrete `base` subclass defined in a module of `package`."""
+    found: dict[str, type[T]] = {}
+    for module_info in pkgutil.iter_modules(package.__path__):
+        if module_info.name in skip:
+            continue
+        module = importlib.import_module(f"{package.__name__}.{module_info.name}")
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, base) and not inspect.isabstract(cls) and cls.__module__ == module.__name__:
+                found[cls.name] = cls  # type: ignore[attr-defined]
+    return dict(sorted(found.items()))
+
+
+def lookup(kind: str, name: str, found: dict[str, type[T]]) -> type[T]:
+    try:
+        return found[name]
+    except KeyError:
+        raise IcebenchError(f"unknown {kind} {name!r}; choose from {', '.join(found)}") from None

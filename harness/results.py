@@ -1,0 +1,119 @@
+"""Results: one JSON object per run appended to results/<run-id>/runs.jsonl, plus environment.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import secrets
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Literal
+
+import psutil
+from pydantic import BaseModel
+
+from scenarios.oracle import Verdict
+
+Status = Literal["ok", "oom", "error", "unsupported"]
+LIBRARIES = ("icebench", "pyiceberg", "pyarrow", "numpy", "sqlalchemy")
+
+
+class RunRecord(BaseModel):
+    """Everything measured about one scenario x writer run. Field meanings are in the README."""
+
+    run_id: str
+    scenario: str
+    writer: str
+    preset: str
+    stack: str
+    operation: str
+    status: Status
+    error: str | None = None
+    rows: int | None = None
+    columns: int | None = None
+    batch_rows: int
+    batches: int | None = None
+    wall_s: float | None = None
+    write_s: float | None = None
+    peak_memory_bytes: int | None = None
+    peak_rss_bytes: int | None = None
+    memory_timeline: list[tuple[float, int, int]] = []
+    step_latencies_s: list[float] = []
+    commit_latencies_s: list[float] = []
+    late_early_ratio: float | None = None
+    snapshots_added: int | None = None
+    data_files: int | None = None
+    manifests: int | None = None
+    metadata_files: int | None = None
+    metadata_bytes: int | None = None
+    cap_bytes: int | None = None
+    isolation: str
+    oom_kills: int = 0
+    versions: dict[str, str] = {}
+    verdict: Verdict | None = None
+    started_at: str
+    worker_log: str | None = None
+
+
+def new_run_id() -> str:
+    return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+def library_versions() -> dict[str, str]:
+    found = {}
+    for library in LIBRARIES:
+        try:
+            found[library] = version(library)
+        except PackageNotFoundError:
+            found[library] = "missing"
+    return found
+
+
+def environment(isolation: str, settings: dict[str, object]) -> dict[str, object]:
+    return {
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "memory_bytes": psutil.virtual_memory().total,
+        },
+        "isolation": isolation,
+        "versions": library_versions(),
+        "settings": settings,
+    }
+
+
+class ResultsStore:
+    """One folder per run id; records are appended as they finish, so a crash keeps what ran."""
+
+    def __init__(self, root: Path, run_id: str | None = None) -> None:
+        self.run_id = run_id or new_run_id()
+        self.folder = root / self.run_id
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.runs_path = self.folder / "runs.jsonl"
+
+    def write_environment(self, env: dict[str, object]) -> None:
+        (self.folder / "environment.json").write_text(json.dumps(env, indent=2, default=str))
+
+    def append(self, record: RunRecord) -> None:
+        with self.runs_path.open("a") as out:
+            out.write(record.model_dump_json() + "\n")
+
+    def scratch(self, name: str) -> Path:
+        path = self.folder / "work" / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+def read_runs(path: Path) -> list[RunRecord]:
+    runs_path = path / "runs.jsonl" if path.is_dir() else path
+    return [
+        RunRecord.model_validate_json(line) for line in runs_path.read_text().splitlines() if line.strip()
+    ]
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")

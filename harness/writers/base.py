@@ -1,0 +1,93 @@
+"""The one small interface every writer backend implements."""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import StrEnum
+from importlib.metadata import PackageNotFoundError, version
+from typing import ClassVar
+
+import pyarrow as pa
+from pyiceberg.table import Table
+
+from harness.source import ParquetSource
+
+
+class Operation(StrEnum):
+    APPEND = "append"
+    REPLACE = "replace"
+    UPSERT = "upsert"
+
+
+@dataclass
+class WriteJob:
+    """What to do: `operation` the rows of `source` into `table` (upsert matches on `key_columns`)."""
+
+    table: Table
+    source: ParquetSource
+    operation: Operation
+    key_columns: list[str]
+
+
+@dataclass
+class StepTimer:
+    """Durations a writer reports: one step per batch staged, one entry per catalog commit."""
+
+    steps: list[float] = field(default_factory=list)
+    commits: list[float] = field(default_factory=list)
+
+    @contextmanager
+    def step(self) -> Iterator[None]:
+        start = time.perf_counter()
+        yield
+        self.steps.append(time.perf_counter() - start)
+
+    @contextmanager
+    def commit(self) -> Iterator[None]:
+        start = time.perf_counter()
+        yield
+        self.commits.append(time.perf_counter() - start)
+
+    def timed(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """For writers that consume a stream: a step is the time the consumer spends on one batch."""
+        for batch in batches:
+            start = time.perf_counter()
+            yield batch
+            self.steps.append(time.perf_counter() - start)
+
+
+class Writer(ABC):
+    """A write strategy. Subclasses in harness/writers/ are found by name, nothing to register."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    operations: ClassVar[frozenset[Operation]]
+    # True when the whole operation lands as one catalog commit (readers never see half of it).
+    single_commit: ClassVar[bool]
+    libraries: ClassVar[tuple[str, ...]] = ("pyiceberg", "pyarrow")
+
+    @abstractmethod
+    def write(self, job: WriteJob, timer: StepTimer) -> None:
+        """Perform `job`; raise on failure (the table must stay at its previous snapshot)."""
+
+    @classmethod
+    def supports(cls, operation: Operation) -> bool:
+        return operation in cls.operations
+
+    @classmethod
+    def versions(cls) -> dict[str, str]:
+        found = {}
+        for library in cls.libraries:
+            try:
+                found[library] = version(library)
+            except PackageNotFoundError:
+                found[library] = "missing"
+        return found
+
+
+def as_table(batch: pa.RecordBatch) -> pa.Table:
+    return pa.Table.from_batches([batch])

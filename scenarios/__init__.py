@@ -1,0 +1,20 @@
+"""Scenarios: every module here that defines a `Scenario` subclass is one; nothing to register."""
+
+from __future__ import annotations
+
+import sys
+from functools import cache
+
+from harness.registry import discover, lookup
+from scenarios.base import Scenario
+
+__all__ = ["Scenario", "get_scenario", "scenarios"]
+
+
+@cache
+def scenarios() -> dict[str, type[Scenario]]:
+    return discover(sys.modules[__name__], Scenario, skip=("base", "oracle"))
+
+
+def get_scenario(name: str) -> type[Scenario]:
+    return lookup("scenario", name, scenarios())

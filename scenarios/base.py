@@ -1,0 +1,122 @@
+"""What a scenario is: a starting table, one operation fed by one data set, and the table expected after."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import BaseModel
+from pyiceberg.catalog import Catalog
+from pyiceberg.table import Table
+from pyiceberg.types import StringType
+
+from generators.manifest import DatasetManifest
+from generators.schema import EVOLVED_COLUMN, KEY_COLUMN
+from harness.errors import IcebenchError
+from harness.source import ParquetSource
+from harness.stack import NAMESPACE
+from harness.writers.base import Operation
+
+KeyRanges = list[tuple[int, int]]
+
+
+class Expectation(BaseModel):
+    """Table content the oracle expects: row count, content checksum and key set (inclusive ranges)."""
+
+    rows: int
+    checksum: str
+    key_ranges: KeyRanges
+    gone_key_ranges: KeyRanges = []
+
+    @classmethod
+    def of_set(cls, manifest: DatasetManifest) -> Expectation:
+        return cls(rows=manifest.rows, checksum=manifest.checksum, key_ranges=list(manifest.key_ranges))
+
+    @classmethod
+    def empty(cls) -> Expectation:
+        return cls(rows=0, checksum=f"{0:016x}", key_ranges=[])
+
+
+@dataclass(frozen=True)
+class DataSet:
+    directory: Path
+    manifest: DatasetManifest
+
+
+DataSets = dict[str, DataSet]
+
+
+class Scenario(ABC):
+    """Subclasses set the class attributes and say what the table must hold afterwards."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    operation: ClassVar[Operation]
+    initial_set: ClassVar[str | None] = None  # data set loaded before the operation
+    source_set: ClassVar[str]  # data set the writer under test is fed with
+    key_columns: ClassVar[tuple[str, ...]] = (KEY_COLUMN,)
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        return tuple(s for s in (self.initial_set, self.source_set) if s)
+
+    @property
+    def table_identifier(self) -> str:
+        return f"{NAMESPACE}.{self.name.replace('-', '_')}"
+
+    def prepare(self, catalog: Catalog, sets: DataSets) -> Table:
+        """Creates the table and loads the initial set with one neutral add_files commit."""
+        catalog.create_namespace_if_not_exists(NAMESPACE)
+        schema_set = sets[self.initial_set or self.source_set]
+        schema = ParquetSource.open(schema_set.directory, batch_rows=1).schema
+        table = catalog.create_table(self.table_identifier, schema=schema)
+        if self.initial_set:
+            register_set(table, sets[self.initial_set])
+        return table
+
+    def expected_before(self, sets: DataSets) -> Expectation:
+        return (
+            Expectation.of_set(sets[self.initial_set].manifest) if self.initial_set else Expectation.empty()
+        )
+
+    @abstractmethod
+    def expected_after(self, sets: DataSets, limit_rows: int | None = None) -> Expectation:
+        """The table the operation must leave (fed with only the first `limit_rows` rows, if given)."""
+
+
+def reject_row_limit(scenario: str, limit_rows: int | None) -> None:
+    if limit_rows is not None:
+        raise IcebenchError(f"scenario {scenario} needs its whole source set; only append takes a row limit")
+
+
+def register_set(table: Table, data: DataSet) -> None:
+    """Puts a generated set's files under the table location (hard links when local) and adds them."""
+    locations = table.location_provider()
+    paths = []
+    for entry in data.manifest.files:
+        target = locations.new_data_location(f"initial-{entry.name}")
+        _place_file(data.directory / entry.name, target, table)
+        paths.append(target)
+    table.add_files(paths, check_duplicate_files=False)
+
+
+def _place_file(source: Path, target: str, table: Table) -> None:
+    if target.startswith("file:"):
+        local = Path(target.removeprefix("file:"))
+        local.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(source, local)
+            return
+        except OSError:
+            pass
+    with source.open("rb") as src, table.io.new_output(target).create(overwrite=True) as dst:
+        shutil.copyfileobj(src, dst, length=8 * 2**20)
+
+
+def add_evolved_column(table: Table) -> None:
+    with table.update_schema() as update:
+        update.add_column(EVOLVED_COLUMN, StringType())

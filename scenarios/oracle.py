@@ -1,0 +1,263 @@
+"""The oracle: reads a table back (pyiceberg's scan, never the writer's code path) and judges it.
+
+Content is compared with what the source manifests promise (rows, key set, order-independent
+checksum of all columns); structure with what the table's own metadata lists.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow.compute as pc
+from pyarrow import fs as pafs
+from pydantic import BaseModel
+from pyiceberg.manifest import ManifestEntryStatus
+from pyiceberg.table import Table
+
+from generators.checksum import Checksum
+from generators.schema import KEY_COLUMN
+from harness.known_issues import match_known_issue
+from scenarios.base import Expectation, KeyRanges
+
+
+class Check(BaseModel):
+    name: str
+    passed: bool
+    expected: Any = None
+    actual: Any = None
+    reason: str | None = None
+    upstream: str | None = None
+
+
+class Verdict(BaseModel):
+    passed: bool
+    checks: list[Check]
+
+    @property
+    def failed(self) -> list[Check]:
+        return [check for check in self.checks if not check.passed]
+
+
+@dataclass
+class TableState:
+    """What the table's metadata holds at one moment; taken before the operation and after."""
+
+    snapshot_ids: set[int]
+    current_snapshot_id: int | None
+    metadata_files: dict[str, int]  # path -> bytes, everything under <table>/metadata
+
+
+@dataclass
+class TableContent:
+    rows: int
+    checksum: str
+    keys: np.ndarray
+    null_keys: int
+    data_files: list[str] = field(default_factory=list)
+    manifests: int = 0
+
+
+def capture_state(table: Table) -> TableState:
+    table = table.refresh()
+    current = table.current_snapshot()
+    return TableState(
+        snapshot_ids={snapshot.snapshot_id for snapshot in table.snapshots()},
+        current_snapshot_id=current.snapshot_id if current else None,
+        metadata_files=_list_files(f"{table.location()}/metadata"),
+    )
+
+
+def read_content(table: Table) -> TableContent:
+    """One pass over the table: checksum of every row, the key column, and the live data files."""
+    checksum = Checksum()
+    keys: list[np.ndarray] = []
+    null_keys = 0
+    for batch in table.scan().to_arrow_batch_reader():
+        checksum.update(batch)
+        key = batch.column(KEY_COLUMN)
+        null_keys += key.null_count
+        keys.append(pc.drop_null(key).to_numpy(zero_copy_only=False).astype(np.int64))
+    snapshot = table.current_snapshot()
+    manifests = snapshot.manifests(table.io) if snapshot else []
+    data_files = [
+        entry.data_file.file_path
+        for manifest in manifests
+        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True)
+        if entry.status != ManifestEntryStatus.DELETED
+    ]
+    return TableContent(
+        rows=checksum.rows,
+        checksum=checksum.hex,
+        keys=np.concatenate(keys) if keys else np.empty(0, np.int64),
+        null_keys=null_keys,
+        data_files=data_files,
+        manifests=len(manifests),
+    )
+
+
+def table_metrics(before: TableState, after: TableState, content: TableContent) -> dict[str, int]:
+    new_metadata = {
+        path: size for path, size in after.metadata_files.items() if path not in before.metadata_files
+    }
+    return {
+        "snapshots_added": len(after.snapshot_ids - before.snapshot_ids),
+        "data_files": len(content.data_files),
+        "manifests": content.manifests,
+        "metadata_files": sum(path.endswith(".metadata.json") for path in new_metadata),
+        "metadata_bytes": sum(new_metadata.values()),
+    }
+
+
+def judge(
+    table: Table,
+    *,
+    expected: Expectation,
+    error: str | None,
+    before: TableState,
+    single_commit: bool,
+) -> tuple[Verdict, dict[str, int]]:
+    """Checks the table against `expected` (the promised result, or the untouched table on error)."""
+    after = capture_state(table)
+    content = read_content(table)
+    metrics = table_metrics(before, after, content)
+    checks = _content_checks(content, expected) + _file_checks(table, content)
+    if error is None:
+        checks.append(
+            Check(
+                name="snapshots_added",
+                passed=metrics["snapshots_added"] >= 1,
+                expected=">= 1",
+                actual=metrics["snapshots_added"],
+                reason=None if metrics["snapshots_added"] else "the operation committed nothing",
+            )
+        )
+        if single_commit:
+            commits = metrics["metadata_files"]
+            checks.append(
+                Check(
+                    name="single_commit",
+                    passed=commits == 1,
+                    expected=1,
+                    actual=commits,
+                    reason=None if commits == 1 else f"{commits} catalog commits for one operation",
+                )
+            )
+    else:
+        known = match_known_issue(error)
+        checks.insert(
+            0,
+            Check(
+                name="operation_completed",
+                passed=False,
+                reason=error,
+                upstream=known.upstream if known else None,
+            ),
+        )
+        unchanged = after.current_snapshot_id == before.current_snapshot_id
+        checks.append(
+            Check(
+                name="table_unchanged_after_failure",
+                passed=unchanged,
+                expected=before.current_snapshot_id,
+                actual=after.current_snapshot_id,
+                reason=None if unchanged else "a failed write moved the table to a new snapshot",
+            )
+        )
+    return Verdict(passed=all(c.passed for c in checks), checks=checks), metrics
+
+
+def _content_checks(content: TableContent, expected: Expectation) -> list[Check]:
+    unique = np.unique(content.keys)
+    duplicates = len(content.keys) - len(unique)
+    expected_keys = sum(hi - lo + 1 for lo, hi in expected.key_ranges)
+    in_ranges = _count_in_ranges(unique, expected.key_ranges)
+    key_set_ok = content.null_keys == 0 and in_ranges == expected_keys == len(unique)
+    checks = [
+        _equal("row_count", expected.rows, content.rows),
+        Check(
+            name="keys_unique",
+            passed=duplicates == 0 and content.null_keys == 0,
+            expected=0,
+            actual=duplicates,
+            reason=_reason(duplicates, "duplicate keys") or _reason(content.null_keys, "null keys"),
+        ),
+        Check(
+            name="key_set",
+            passed=key_set_ok,
+            expected=expected.key_ranges,
+            actual={"distinct": len(unique), "in_expected_ranges": in_ranges},
+            reason=None
+            if key_set_ok
+            else f"{expected_keys - in_ranges} expected keys missing, "
+            f"{len(unique) - in_ranges} unexpected keys",
+        ),
+        _equal("content_checksum", expected.checksum, content.checksum),
+    ]
+    if expected.gone_key_ranges:
+        left = _count_in_ranges(unique, expected.gone_key_ranges)
+        checks.append(
+            Check(
+                name="replaced_rows_gone",
+                passed=left == 0,
+                expected=0,
+                actual=left,
+                reason=_reason(left, "rows of the replaced set are still in the table"),
+            )
+        )
+    return checks
+
+
+def _file_checks(table: Table, content: TableContent) -> list[Check]:
+    repeated = {path: n for path, n in Counter(content.data_files).items() if n > 1}
+    missing = [path for path in set(content.data_files) if not table.io.new_input(path).exists()]
+    return [
+        Check(
+            name="data_files_listed_once",
+            passed=not repeated,
+            expected=0,
+            actual=len(repeated),
+            reason=f"{len(repeated)} data files listed more than once, e.g. {next(iter(repeated))}"
+            if repeated
+            else None,
+        ),
+        Check(
+            name="data_files_exist",
+            passed=not missing,
+            expected=0,
+            actual=len(missing),
+            reason=f"{len(missing)} listed data files are missing, e.g. {missing[0]}" if missing else None,
+        ),
+    ]
+
+
+def _equal(name: str, expected: Any, actual: Any) -> Check:
+    passed = expected == actual
+    return Check(
+        name=name,
+        passed=passed,
+        expected=expected,
+        actual=actual,
+        reason=None if passed else f"expected {expected}, found {actual}",
+    )
+
+
+def _reason(count: int, what: str) -> str | None:
+    return f"{count} {what}" if count else None
+
+
+def _count_in_ranges(sorted_keys: np.ndarray, ranges: KeyRanges) -> int:
+    return int(
+        sum(
+            np.searchsorted(sorted_keys, hi, "right") - np.searchsorted(sorted_keys, lo, "left")
+            for lo, hi in ranges
+        )
+    )
+
+
+def _list_files(uri: str) -> dict[str, int]:
+    filesystem, path = pafs.FileSystem.from_uri(uri)
+    selector = pafs.FileSelector(path, recursive=True, allow_not_found=True)
+    return {info.path: info.size for info in filesystem.get_file_info(selector) if info.is_file}

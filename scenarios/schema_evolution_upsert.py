@@ -1,0 +1,16 @@
+from pyiceberg.catalog import Catalog
+from pyiceberg.table import Table
+
+from scenarios.base import DataSets, add_evolved_column
+from scenarios.upsert import Upsert
+
+
+class SchemaEvolutionUpsert(Upsert):
+    name = "schema-evolution-upsert"
+    description = "base set, add a column, then upsert change rows that carry it"
+    source_set = "changes-evolved"
+
+    def prepare(self, catalog: Catalog, sets: DataSets) -> Table:
+        table = super().prepare(catalog, sets)
+        add_evolved_column(table)
+        return table

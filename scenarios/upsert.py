@@ -1,0 +1,16 @@
+from harness.writers.base import Operation
+from scenarios.base import DataSets, Expectation, Scenario, reject_row_limit
+
+
+class Upsert(Scenario):
+    name = "upsert"
+    description = "table holding the base set, then a change set (updates + new keys) keyed on id"
+    operation = Operation.UPSERT
+    initial_set = "base"
+    source_set = "changes"
+
+    def expected_after(self, sets: DataSets, limit_rows: int | None = None) -> Expectation:
+        reject_row_limit(self.name, limit_rows)
+        after = sets[self.source_set].manifest.expected_after_upsert
+        assert after is not None, "a change set's manifest carries the expected table"
+        return Expectation(rows=after.rows, checksum=after.checksum, key_ranges=list(after.key_ranges))

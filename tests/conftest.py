@@ -1,0 +1,40 @@
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from harness.datasets import SET_DEPENDENCIES
+from harness.matrix import prepare_data
+from harness.results import ResultsStore
+from harness.runner import Runner
+from harness.settings import Settings, load_settings
+from scenarios.base import DataSets
+
+# Small batches so every streaming writer makes several steps on `tiny` (10,000 rows).
+TEST_BATCH_ROWS = 2_000
+
+
+@pytest.fixture(scope="session")
+def icebench_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("icebench")
+
+
+@pytest.fixture(scope="session")
+def settings(icebench_root: Path) -> Settings:
+    return load_settings(
+        None,
+        data_dir=icebench_root / "data",
+        results_dir=icebench_root / "results",
+        batch_rows=TEST_BATCH_ROWS,
+        memory="1g",
+    )
+
+
+@pytest.fixture(scope="session")
+def tiny_sets(settings: Settings) -> DataSets:
+    return prepare_data(settings, "tiny", list(SET_DEPENDENCIES), Console(quiet=True))
+
+
+@pytest.fixture
+def runner(settings: Settings) -> Runner:
+    return Runner(settings, ResultsStore(settings.results_dir))

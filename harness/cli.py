@@ -258,7 +258,7 @@ def cmd_scale(args: argparse.Namespace) -> None:
     table = Table(
         title=f"scale {args.writer} / {args.scenario} / {args.preset}, {result.batch_rows} rows per batch"
     )
-    for column in ("batches", "status", "write s", "late/early", "peak mem"):
+    for column in ("batches", "status", "write s", "late/early", "peak mem", "peak rss"):
         table.add_column(column, justify="right")
     for p in result.points:
         table.add_row(
@@ -270,7 +270,10 @@ def cmd_scale(args: argparse.Namespace) -> None:
         )
     console.print(table)
     if result.growth_exponent is not None:
-        console.print(f"growth_exponent = {result.growth_exponent:.2f} ({result.growth_class})")
+        console.print(
+            f"growth_exponent = {result.growth_exponent:.2f} ({result.growth_class}); "
+            f"tail exponent (two largest counts) = {result.tail_exponent:.2f}"
+        )
     console.print(f"results: {store.folder}")
 
 

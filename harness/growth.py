@@ -36,3 +36,9 @@ def growth_class(exponent: float) -> str:
     if exponent >= QUADRATIC_EXPONENT:
         return "quadratic"
     return "linear" if exponent <= 1.2 else "superlinear"
+
+
+def tail_exponent(batch_counts: Sequence[int], totals: Sequence[float]) -> float:
+    """Slope between the two largest batch counts: where fixed per-batch costs matter least."""
+    points = sorted(zip(batch_counts, totals, strict=True))[-2:]
+    return growth_exponent([n for n, _ in points], [t for _, t in points])

@@ -21,7 +21,6 @@ from harness.caps import MemoryCap, MemoryUsage
 class Launch:
     returncode: int
     wall_s: float
-    peak_rss_bytes: int
     peak_memory_bytes: int | None
     oom_kills: int
     timed_out: bool
@@ -91,8 +90,7 @@ def launch_worker(
     timer = threading.Timer(timeout_s, on_timeout)
     timer.start()
     try:
-        _, status, usage = os.wait4(process.pid, 0)
-        process.returncode = os.waitstatus_to_exitcode(status)
+        process.wait()
     except BaseException:  # Ctrl-C or anything else: the worker must not outlive us
         _kill_group(process.pid)
         process.wait()
@@ -102,13 +100,11 @@ def launch_worker(
         sampler.stopped.set()
         sampler.join()
     wall = time.perf_counter() - start
-    peak_rss = usage.ru_maxrss * 1024
     timeline = sampler.samples
-    peak = cap.peak_bytes() or max([peak_rss, *(s[1] for s in timeline)])
+    peak = cap.peak_bytes() or max((s[1] for s in timeline), default=None)
     return Launch(
         returncode=process.returncode,
         wall_s=wall,
-        peak_rss_bytes=peak_rss,
         peak_memory_bytes=peak,
         oom_kills=cap.oom_kills(),
         timed_out=timed_out.is_set(),

@@ -125,6 +125,7 @@ class ScalePoint(BaseModel):
     write_s: float | None
     wall_s: float | None
     peak_memory_bytes: int | None
+    peak_rss_bytes: int | None
     late_early_ratio: float | None
     status: str
 
@@ -137,6 +138,7 @@ class ScaleResult(BaseModel):
     points: list[ScalePoint]
     growth_exponent: float | None
     growth_class: str | None
+    tail_exponent: float | None
 
 
 def run_scale(

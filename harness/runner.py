@@ -145,7 +145,8 @@ class Runner:
     def _apply(self, record: RunRecord, launched: Launch, result: WorkerResult | None, log: Path) -> None:
         record.wall_s = round(launched.wall_s, 4)
         record.peak_memory_bytes = launched.peak_memory_bytes
-        record.peak_rss_bytes = launched.peak_rss_bytes
+        # The worker's own VmHWM when it lived to report it, else the sampled resident memory.
+        record.peak_rss_bytes = max((sample[2] for sample in launched.timeline), default=None)
         record.memory_timeline = launched.timeline
         record.oom_kills = launched.oom_kills
         record.worker_log = str(log)
@@ -158,6 +159,7 @@ class Runner:
             record.commit_latencies_s = result.commit_latencies_s
             record.late_early_ratio = late_early_ratio(result.step_latencies_s)
             record.versions = result.versions
+            record.peak_rss_bytes = result.peak_rss_bytes or record.peak_rss_bytes
             if result.error_kind == "memory":  # RLIMIT_AS: the cap shows up as a failed allocation
                 record.status = "oom"
         if launched.oom_kills or (result is None and launched.returncode == -9 and not launched.timed_out):

@@ -46,6 +46,7 @@ class WorkerResult(BaseModel):
     commit_latencies_s: list[float] = []
     write_s: float | None = None
     batches: int = 0
+    peak_rss_bytes: int | None = None
     versions: dict[str, str] = {}
 
 
@@ -101,7 +102,17 @@ def run(spec: WorkerSpec) -> WorkerResult:
         traceback.print_exc()
         result.status, result.error, result.error_kind = "error", one_line(exc), _classify(exc)
     result.step_latencies_s, result.commit_latencies_s = timer.steps, timer.commits
+    result.peak_rss_bytes = peak_rss_bytes()
     return result
+
+
+def peak_rss_bytes() -> int | None:
+    """VmHWM: this process's peak resident set since exec (ru_maxrss would include the parent's
+    memory at fork time)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return None
 
 
 def main() -> None:

@@ -7,11 +7,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
 from generators.changes import generate_changes
-from generators.manifest import ManifestError
 from generators.presets import PRESETS, get_preset
 from generators.wide import generate_base
 from harness.caps import format_size, parse_size, resolve_isolation
@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     scale.add_argument("--writer", required=True)
     scale.add_argument("--scenario", default="append")
     scale.add_argument("--preset", default="small")
-    scale.add_argument("--batches", type=_comma_ints, default=[25, 50, 100, 200])
+    scale.add_argument("--batches", type=_comma_ints, default=[50, 100, 200, 400])
     _common(scale)
     return parser
 
@@ -291,7 +291,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         COMMANDS[args.command](args)
-    except (IcebenchError, ManifestError, ValueError) as exc:
+    except (IcebenchError, ValueError) as exc:
+        if isinstance(exc, ValidationError):  # our own models: a bug, not bad input
+            raise
         print(f"icebench: error: {exc}", file=sys.stderr)
         return getattr(exc, "exit_code", 2)
     except KeyboardInterrupt:

@@ -55,24 +55,16 @@ class DataCache:
         shutil.rmtree(staging, ignore_errors=True)
         rows = preset.rows if name in ("base", "replacement") else self._change_rows(preset)
         advance = progress(f"generate {preset.name}/{name}", rows) if progress else None
-        if name == "base":
+        if name in ("base", "replacement"):
+            # The replacement has disjoint keys and other values: every replaced row must disappear.
+            second = int(name == "replacement")
             generate_base(
                 staging,
                 rows=preset.rows,
                 columns=preset.columns,
                 files=preset.files,
-                seed=self.seed,
-                progress=advance,
-            )
-        elif name == "replacement":
-            # Disjoint keys, other values: every row of the replaced set must disappear.
-            generate_base(
-                staging,
-                rows=preset.rows,
-                columns=preset.columns,
-                files=preset.files,
-                seed=self.seed + 1,
-                first_key=preset.rows,
+                seed=self.seed + second,
+                first_key=preset.rows * second,
                 progress=advance,
             )
         else:

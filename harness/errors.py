@@ -9,3 +9,15 @@ class IcebenchError(Exception):
 
 class SourceError(IcebenchError):
     """A source parquet set that is missing, unreadable, corrupt or of the wrong schema."""
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line for results and logs; our own errors already name their culprit."""
+    if isinstance(exc, IcebenchError):
+        return first_line(exc)
+    return f"{type(exc).__name__}: {first_line(exc)}" if str(exc).strip() else type(exc).__name__

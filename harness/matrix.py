@@ -15,7 +15,7 @@ from generators.presets import get_preset
 from harness.caps import parse_size
 from harness.datasets import DataCache
 from harness.errors import IcebenchError
-from harness.growth import growth_class, growth_exponent
+from harness.growth import growth_class, growth_exponent, tail_exponent
 from harness.results import ResultsStore, RunRecord
 from harness.runner import Runner, RunPlan
 from harness.settings import Settings, read_toml
@@ -158,8 +158,15 @@ def run_scale(
     sets = prepare_data(settings, preset, list(scenario_obj.needs), console)
     rows = sets[scenario_obj.source_set].manifest.rows
     batch_rows = batch_rows or rows // max(batch_counts)
+    if not scenario_obj.accepts_row_limit:
+        raise IcebenchError(
+            f"scale feeds prefixes of a set; scenario {scenario} needs its whole set (use append)"
+        )
     if batch_rows < 1 or batch_rows * max(batch_counts) > rows:
-        raise_too_many(batch_counts, batch_rows, rows, preset)
+        raise IcebenchError(
+            f"{max(batch_counts)} batches of {batch_rows} rows need more than the {rows} rows "
+            f"of preset {preset}"
+        )
     runner = Runner(settings, store)
     cap = parse_size(settings.memory)
     points = []
@@ -175,6 +182,7 @@ def run_scale(
                     write_s=record.write_s,
                     wall_s=record.wall_s,
                     peak_memory_bytes=record.peak_memory_bytes,
+                    peak_rss_bytes=record.peak_rss_bytes,
                     late_early_ratio=record.late_early_ratio,
                     status=record.status,
                 )
@@ -185,11 +193,9 @@ def run_scale(
             )
             progress.advance(task)
     good = [p for p in points if p.status == "ok" and p.write_s]
-    exponent = (
-        growth_exponent([p.batches for p in good], [p.write_s for p in good])
-        if len({p.batches for p in good}) >= 2
-        else None
-    )
+    counts, totals = [p.batches for p in good], [p.write_s or 0.0 for p in good]
+    fits = len(set(counts)) >= 2  # failed points are shown, never fitted
+    exponent = growth_exponent(counts, totals) if fits else None
     result = ScaleResult(
         writer=writer,
         scenario=scenario,
@@ -197,17 +203,12 @@ def run_scale(
         batch_rows=batch_rows,
         points=points,
         growth_exponent=exponent,
-        growth_class=growth_class(exponent) if exponent else None,
+        growth_class=growth_class(exponent) if exponent is not None else None,
+        tail_exponent=tail_exponent(counts, totals) if fits else None,
     )
     with (store.folder / "scale.jsonl").open("a") as out:
         out.write(json.dumps(result.model_dump()) + "\n")
     return result
-
-
-def raise_too_many(batch_counts: list[int], batch_rows: int, rows: int, preset: str) -> None:
-    raise IcebenchError(
-        f"{max(batch_counts)} batches of {batch_rows} rows need more than the {rows} rows of preset {preset}"
-    )
 
 
 def load_matrix_config(path: Path | None) -> MatrixConfig:

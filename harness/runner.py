@@ -6,17 +6,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.caps import format_size, make_cap, resolve_isolation
-from harness.errors import IcebenchError
+from harness.errors import IcebenchError, one_line
 from harness.growth import late_early_ratio
 from harness.launcher import Launch, launch_worker
-from harness.results import ResultsStore, RunRecord, now_iso
+from harness.results import ResultsStore, RunRecord, Status, now_iso
 from harness.settings import Settings
 from harness.stack import EmbeddedStack, close_catalog, open_catalog
 from harness.worker import WorkerResult, WorkerSpec
-from harness.writers import get_writer
+from harness.writers import Writer, get_writer
 from scenarios import get_scenario
-from scenarios.base import DataSets
-from scenarios.oracle import capture_state, judge
+from scenarios.base import DataSets, Scenario
+from scenarios.oracle import TableState, capture_state, judge, unreadable_verdict
 
 
 @dataclass(frozen=True)
@@ -44,9 +44,51 @@ class Runner:
     def run(self, plan: RunPlan) -> RunRecord:
         scenario = get_scenario(plan.scenario)()
         writer = get_writer(plan.writer)
-        source = plan.sets[scenario.source_set].manifest
         self.count += 1
-        record = RunRecord(
+        record = self._new_record(plan, scenario, writer)
+        if not writer.supports(scenario.operation):
+            record.error = f"{plan.writer} does not support {scenario.operation}"
+            return self._finish(record)
+
+        work = self.store.scratch(f"{self.count:03d}-{plan.scenario}-{plan.writer}")
+        stack = EmbeddedStack(work / "warehouse")
+        stack.create()
+        try:
+            catalog = open_catalog(stack.catalog_properties())
+            before = capture_state(scenario.prepare(catalog, plan.sets))
+            close_catalog(catalog)
+
+            spec = WorkerSpec(
+                catalog=stack.catalog_properties(),
+                table=scenario.table_identifier,
+                writer=plan.writer,
+                operation=scenario.operation,
+                key_columns=list(scenario.key_columns),
+                source_dir=plan.sets[scenario.source_set].directory,
+                batch_rows=plan.batch_rows,
+                limit_rows=plan.limit_rows,
+                started_marker=work / "worker.started",
+                result_path=work / "worker-result.json",
+            )
+            launched, result = self._launch(spec, work, plan.cap_bytes)
+            self._apply(record, launched, result, work / "worker.log")
+            if record.status == "oom" and not spec.started_marker.exists():
+                raise WorkerCouldNotStart(
+                    f"memory cap {format_size(plan.cap_bytes)} is too small for the worker to start "
+                    f"(it died before its first write; see {work / 'worker.log'})"
+                )
+            self._judge(record, stack, scenario, plan, before, writer.single_commit)
+        finally:
+            if not self.settings.keep_warehouse:
+                stack.destroy()
+        self._finish(record)
+        if result is not None and result.error_kind == "bad_input":
+            raise IcebenchError(result.error or "bad input")
+        return record
+
+    def _new_record(self, plan: RunPlan, scenario: Scenario, writer: type[Writer]) -> RunRecord:
+        source = plan.sets[scenario.source_set].manifest
+        return RunRecord(
             run_id=self.store.run_id,
             scenario=plan.scenario,
             writer=plan.writer,
@@ -62,69 +104,41 @@ class Runner:
             versions=writer.versions(),
             started_at=now_iso(),
         )
-        if not writer.supports(scenario.operation):
-            record.error = f"{plan.writer} does not support {scenario.operation}"
-            return self._finish(record)
 
-        work = self.store.scratch(f"{self.count:03d}-{plan.scenario}-{plan.writer}")
-        stack = EmbeddedStack(work / "warehouse")
-        stack.create()
+    def _judge(
+        self,
+        record: RunRecord,
+        stack: EmbeddedStack,
+        scenario: Scenario,
+        plan: RunPlan,
+        before: TableState,
+        single_commit: bool,
+    ) -> None:
+        """The promised table after success; the untouched one after a failure."""
+        expected = (
+            scenario.expected_after(plan.sets, plan.limit_rows)
+            if record.status == "ok"
+            else scenario.expected_before(plan.sets)
+        )
+        catalog = open_catalog(stack.catalog_properties())
         try:
-            catalog = open_catalog(stack.catalog_properties())
-            table = scenario.prepare(catalog, plan.sets)
-            before = capture_state(table)
-            close_catalog(catalog)
-
-            spec = WorkerSpec(
-                catalog=stack.catalog_properties(),
-                table=scenario.table_identifier,
-                writer=plan.writer,
-                operation=scenario.operation,
-                key_columns=list(scenario.key_columns),
-                source_dir=plan.sets[scenario.source_set].directory,
-                batch_rows=plan.batch_rows,
-                limit_rows=plan.limit_rows,
-                started_marker=work / "worker.started",
-                result_path=work / "worker-result.json",
-            )
-            (work / "worker-spec.json").write_text(spec.model_dump_json(indent=2))
-            launched, result = self._launch(spec, work, plan.cap_bytes)
-            self._apply(record, launched, result, work / "worker.log")
-            if record.status != "ok" and not spec.started_marker.exists() and launched.returncode != 0:
-                raise WorkerCouldNotStart(
-                    f"memory cap {format_size(plan.cap_bytes)} is too small for the worker to start "
-                    f"(it died before its first write; see {work / 'worker.log'})"
-                )
-
-            catalog = open_catalog(stack.catalog_properties())
             table = catalog.load_table(scenario.table_identifier)
-            expected = (
-                scenario.expected_after(plan.sets, plan.limit_rows)
-                if record.status == "ok"
-                else scenario.expected_before(plan.sets)
-            )
             record.verdict, metrics = judge(
-                table,
-                expected=expected,
-                error=record.error,
-                before=before,
-                single_commit=writer.single_commit,
+                table, expected=expected, error=record.error, before=before, single_commit=single_commit
             )
-            close_catalog(catalog)
-            for name, value in metrics.items():
-                setattr(record, name, value)
+        except Exception as exc:  # what a writer left may break the reader too: a verdict, not a crash
+            record.verdict = unreadable_verdict(record.error, one_line(exc))
+            return
         finally:
-            if not self.settings.keep_warehouse:
-                stack.destroy()
-        if result is not None and result.error_kind == "bad_input":
-            self._finish(record)
-            raise IcebenchError(result.error.split(": ", 1)[-1] if result.error else "bad input")
-        return self._finish(record)
+            close_catalog(catalog)
+        for name, value in metrics.items():
+            setattr(record, name, value)
 
     def _launch(
         self, spec: WorkerSpec, work: Path, cap_bytes: int | None
     ) -> tuple[Launch, WorkerResult | None]:
         spec_path = work / "worker-spec.json"
+        spec_path.write_text(spec.model_dump_json(indent=2))
         cap = make_cap(self.isolation, cap_bytes)
         try:
             launched = launch_worker(
@@ -145,13 +159,12 @@ class Runner:
     def _apply(self, record: RunRecord, launched: Launch, result: WorkerResult | None, log: Path) -> None:
         record.wall_s = round(launched.wall_s, 4)
         record.peak_memory_bytes = launched.peak_memory_bytes
-        # The worker's own VmHWM when it lived to report it, else the sampled resident memory.
-        record.peak_rss_bytes = max((sample[2] for sample in launched.timeline), default=None)
         record.memory_timeline = launched.timeline
         record.oom_kills = launched.oom_kills
         record.worker_log = str(log)
+        # The worker's own VmHWM when it lived to report it, else the sampled resident memory.
+        record.peak_rss_bytes = max((sample[2] for sample in launched.timeline), default=None)
         if result is not None:
-            record.status = result.status
             record.error = result.error
             record.write_s = result.write_s
             record.batches = result.batches
@@ -160,22 +173,30 @@ class Runner:
             record.late_early_ratio = late_early_ratio(result.step_latencies_s)
             record.versions = result.versions
             record.peak_rss_bytes = result.peak_rss_bytes or record.peak_rss_bytes
+        record.status, record.error = self._status(record, launched, result, log)
+
+    def _status(
+        self, record: RunRecord, launched: Launch, result: WorkerResult | None, log: Path
+    ) -> tuple[Status, str | None]:
+        """The exit code alone is never trusted: the kernel's OOM counter and the worker's report decide."""
+        cap = format_size(record.cap_bytes)
+        if launched.oom_kills:
+            return "oom", f"OOM-killed by the kernel at a {cap} cap (oom_kill count {launched.oom_kills})"
+        if result is not None:
             if result.error_kind == "memory":  # RLIMIT_AS: the cap shows up as a failed allocation
-                record.status = "oom"
-        if launched.oom_kills or (result is None and launched.returncode == -9 and not launched.timed_out):
-            record.status = "oom"
-            record.error = (
-                f"OOM-killed by the kernel at a {format_size(record.cap_bytes)} cap "
-                f"(oom_kill count {launched.oom_kills}, exit {launched.returncode})"
-            )
-        elif result is None:
-            record.status = "error"
-            record.error = (
-                "worker timed out"
-                if launched.timed_out
-                else f"worker died with exit code {launched.returncode}; see {log}"
-            )
+                return "oom", f"allocation failed under a {cap} {record.isolation} cap: {result.error}"
+            return result.status, result.error
+        if launched.timed_out:
+            return "error", f"worker timed out after {self.settings.worker_timeout_s:.0f} s"
+        if record.isolation == "rlimit" and _mentions_memory_error(log):
+            return "oom", f"allocation failed under a {cap} rlimit cap before the worker could report"
+        return "error", f"worker died with exit code {launched.returncode}; see {log}"
 
     def _finish(self, record: RunRecord) -> RunRecord:
         self.store.append(record)
         return record
+
+
+def _mentions_memory_error(log: Path) -> bool:
+    tail = log.read_bytes()[-4096:] if log.exists() else b""
+    return b"MemoryError" in tail or b"bad_alloc" in tail

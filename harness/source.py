@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from generators.manifest import DatasetManifest, ManifestError
-from harness.errors import SourceError
+from harness.errors import SourceError, first_line
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class ParquetSource:
                 with pq.ParquetFile(path) as parquet:
                     yield from parquet.iter_batches(batch_size=self.batch_rows, use_threads=False)
             except (OSError, pa.ArrowException) as exc:
-                raise SourceError(f"source file {path} is unreadable: {_first_line(exc)}") from None
+                raise SourceError(f"source file {path} is unreadable: {first_line(exc)}") from None
 
 
 def _read_schema(path: Path) -> pa.Schema:
@@ -101,7 +101,7 @@ def _read_schema(path: Path) -> pa.Schema:
     except FileNotFoundError:
         raise SourceError(f"source file {path} listed in manifest.json is missing") from None
     except (OSError, pa.ArrowException) as exc:
-        raise SourceError(f"source file {path} is not a readable parquet file: {_first_line(exc)}") from None
+        raise SourceError(f"source file {path} is not a readable parquet file: {first_line(exc)}") from None
 
 
 def _schema_difference(expected: pa.Schema, found: pa.Schema) -> str:
@@ -113,8 +113,3 @@ def _schema_difference(expected: pa.Schema, found: pa.Schema) -> str:
             return f"column {field.name} is {found.field(index).type}, expected {field.type}"
     extra = [name for name in found.names if name not in expected.names]
     return f"unexpected columns {extra}" if extra else "column order differs"
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

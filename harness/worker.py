@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.table import Table
 
-from harness.errors import SourceError
+from harness.errors import SourceError, one_line
 from harness.source import ParquetSource
 from harness.stack import open_catalog
 from harness.writers import Operation, StepTimer, WriteJob, get_writer
@@ -77,12 +77,6 @@ def _classify(exc: BaseException) -> ErrorKind:
     if isinstance(exc, MemoryError | pa.ArrowMemoryError):
         return "memory"
     return "write"
-
-
-def one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else ""
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def run(spec: WorkerSpec) -> WorkerResult:

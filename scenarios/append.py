@@ -9,6 +9,7 @@ class Append(Scenario):
     description = "empty table, then the whole base set in batches"
     operation = Operation.APPEND
     source_set = "base"
+    accepts_row_limit = True
 
     def expected_after(self, sets: DataSets, limit_rows: int | None = None) -> Expectation:
         base = sets[self.source_set]

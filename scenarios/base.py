@@ -16,7 +16,6 @@ from pyiceberg.types import StringType
 
 from generators.manifest import DatasetManifest
 from generators.schema import EVOLVED_COLUMN, KEY_COLUMN
-from harness.errors import IcebenchError
 from harness.source import ParquetSource
 from harness.stack import NAMESPACE
 from harness.writers.base import Operation
@@ -59,6 +58,8 @@ class Scenario(ABC):
     initial_set: ClassVar[str | None] = None  # data set loaded before the operation
     source_set: ClassVar[str]  # data set the writer under test is fed with
     key_columns: ClassVar[tuple[str, ...]] = (KEY_COLUMN,)
+    # Whether the oracle can judge a run fed only a prefix of the source (`scale` needs that).
+    accepts_row_limit: ClassVar[bool] = False
 
     @property
     def needs(self) -> tuple[str, ...]:
@@ -86,11 +87,6 @@ class Scenario(ABC):
     @abstractmethod
     def expected_after(self, sets: DataSets, limit_rows: int | None = None) -> Expectation:
         """The table the operation must leave (fed with only the first `limit_rows` rows, if given)."""
-
-
-def reject_row_limit(scenario: str, limit_rows: int | None) -> None:
-    if limit_rows is not None:
-        raise IcebenchError(f"scenario {scenario} needs its whole source set; only append takes a row limit")
 
 
 def register_set(table: Table, data: DataSet) -> None:

@@ -146,16 +146,7 @@ def judge(
                 )
             )
     else:
-        known = match_known_issue(error)
-        checks.insert(
-            0,
-            Check(
-                name="operation_completed",
-                passed=False,
-                reason=error,
-                upstream=known.upstream if known else None,
-            ),
-        )
+        checks.insert(0, _operation_failed(error))
         unchanged = after.current_snapshot_id == before.current_snapshot_id
         checks.append(
             Check(
@@ -167,6 +158,21 @@ def judge(
             )
         )
     return Verdict(passed=all(c.passed for c in checks), checks=checks), metrics
+
+
+def unreadable_verdict(error: str | None, problem: str) -> Verdict:
+    """The table could not even be loaded or scanned afterwards: that is a verdict, not a crash."""
+    checks = [_operation_failed(error)] if error else []
+    return Verdict(passed=False, checks=[*checks, _failed("table_readable", problem)])
+
+
+def _operation_failed(error: str) -> Check:
+    return _failed("operation_completed", error)
+
+
+def _failed(name: str, reason: str) -> Check:
+    known = match_known_issue(reason)
+    return Check(name=name, passed=False, reason=reason, upstream=known.upstream if known else None)
 
 
 def _content_checks(content: TableContent, expected: Expectation) -> list[Check]:

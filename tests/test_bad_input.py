@@ -127,20 +127,16 @@ def test_corrupt_file_mid_replace_leaves_the_table_at_its_previous_snapshot(
     assert checks["content_checksum"].passed and checks["row_count"].passed  # still the base set
 
 
+def run_upsert(capsys, settings, source, base) -> tuple[int, str]:
+    return run_cli(
+        capsys, settings, "--scenario", "upsert", "--writer", "pyiceberg-txn-batches",
+        "--source", str(source.directory), "--base", str(base.directory),
+    )  # fmt: skip
+
+
 def test_source_whose_schema_does_not_match_the_table(capsys, settings, tiny_sets):
     # A change set carrying an extra column, upserted into a table that never got that column.
-    code, err = run_cli(
-        capsys,
-        settings,
-        "--scenario",
-        "upsert",
-        "--writer",
-        "pyiceberg-txn-batches",
-        "--source",
-        str(tiny_sets["changes-evolved"].directory),
-        "--base",
-        str(tiny_sets["base"].directory),
-    )
+    code, err = run_upsert(capsys, settings, tiny_sets["changes-evolved"], tiny_sets["base"])
     assert code == 2
     assert "column evolved_note is not in table bench.upsert" in err
     record = last_record(settings)
@@ -158,16 +154,5 @@ def test_file_of_another_schema_inside_a_set(capsys, settings, tiny_sets, tmp_pa
 
 
 def test_change_set_of_another_base_is_refused(capsys, settings, tiny_sets):
-    code, err = run_cli(
-        capsys,
-        settings,
-        "--scenario",
-        "upsert",
-        "--writer",
-        "pyiceberg-table",
-        "--source",
-        str(tiny_sets["changes"].directory),
-        "--base",
-        str(tiny_sets["replacement"].directory),
-    )
+    code, err = run_upsert(capsys, settings, tiny_sets["changes"], tiny_sets["replacement"])
     assert code == 2 and "was not made from base set" in err

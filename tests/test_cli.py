@@ -1,0 +1,138 @@
+"""The commands a user types, end to end on `tiny`."""
+
+import json
+
+import pytest
+
+from harness.cli import main
+from harness.results import read_runs
+from harness.writers import writers
+
+
+@pytest.fixture(autouse=True)
+def _isolated(settings, monkeypatch):
+    monkeypatch.setenv("ICEBENCH_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("ICEBENCH_RESULTS_DIR", str(settings.results_dir))
+
+
+def newest_results(settings):
+    return max(settings.results_dir.iterdir(), key=lambda p: p.stat().st_mtime)
+
+
+def test_writers_lists_every_backend_with_its_operations(capsys):
+    assert main(["writers"]) == 0
+    out = capsys.readouterr().out
+    for name in writers():
+        assert name in out
+    assert "unsupported" in out
+
+
+def test_matrix_prints_a_summary_and_writes_runs_and_environment(capsys, settings, tiny_sets):
+    code = main(
+        [
+            "matrix",
+            "--preset",
+            "tiny",
+            "--scenarios",
+            "append,upsert",
+            "--batch-rows",
+            "2500",
+            "--writers",
+            "pyiceberg-add-files,pyiceberg-table",
+            "--memory",
+            "1g",
+        ]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "icebench matrix" in out and "pyiceberg-add-files" in out
+    folder = newest_results(settings)
+    runs = read_runs(folder)
+    assert [(r.scenario, r.writer, r.status) for r in runs] == [
+        ("append", "pyiceberg-add-files", "ok"),
+        ("append", "pyiceberg-table", "ok"),
+        ("upsert", "pyiceberg-add-files", "unsupported"),
+        ("upsert", "pyiceberg-table", "ok"),
+    ]
+    environment = json.loads((folder / "environment.json").read_text())
+    assert environment["versions"]["pyiceberg"] == "0.12.0"
+    assert environment["isolation"] in ("cgroup", "rlimit")
+
+
+def test_matrix_config_file(capsys, settings, tiny_sets, tmp_path):
+    config = tmp_path / "bench.toml"
+    config.write_text(
+        '[settings]\nmemory = "1g"\nbatch_rows = 5000\n\n'
+        '[matrix]\npresets = ["tiny"]\nscenarios = ["replace"]\nwriters = ["pyiceberg-reader"]\n'
+    )
+    assert main(["matrix", "--config", str(config)]) == 0
+    (run,) = read_runs(newest_results(settings))
+    assert (run.scenario, run.writer, run.batch_rows, run.cap_bytes) == (
+        "replace",
+        "pyiceberg-reader",
+        5000,
+        2**30,
+    )
+    assert run.verdict.passed
+
+
+def test_matrix_config_with_unknown_key_is_one_line(capsys, tmp_path):
+    config = tmp_path / "bad.toml"
+    config.write_text('[matrix]\nwritter = ["x"]\n')
+    assert main(["matrix", "--config", str(config)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert str(config) in err and len(err.splitlines()) == 1
+
+
+def test_scale_fits_a_growth_exponent(capsys, settings, tiny_sets):
+    code = main(
+        [
+            "scale",
+            "--writer",
+            "pyiceberg-add-files",
+            "--preset",
+            "tiny",
+            "--batches",
+            "2,4,8",
+            "--memory",
+            "1g",
+        ]
+    )
+    assert code == 0
+    assert "growth_exponent" in capsys.readouterr().out
+    (result,) = [
+        json.loads(line) for line in (newest_results(settings) / "scale.jsonl").read_text().splitlines()
+    ]
+    assert [p["batches"] for p in result["points"]] == [2, 4, 8]
+    assert result["batch_rows"] == 10_000 // 8
+    assert result["growth_exponent"] is not None and result["tail_exponent"] is not None
+    runs = read_runs(newest_results(settings))
+    assert all(r.verdict.passed for r in runs)  # prefixes of the set, judged against their own checksum
+    assert [r.batches for r in runs] == [2, 4, 8]
+
+
+def test_generate_writes_a_set_with_manifest(capsys, tmp_path):
+    out = tmp_path / "set"
+    assert (
+        main(
+            [
+                "generate",
+                "--rows",
+                "3000",
+                "--columns",
+                "12",
+                "--files",
+                "2",
+                "--seed",
+                "7",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["rows"] == 3000 and manifest["columns"] == 12 and len(manifest["files"]) == 2
+    changes = tmp_path / "changes"
+    assert main(["generate", "--changes-of", str(out), "--out", str(changes)]) == 0
+    assert json.loads((changes / "manifest.json").read_text())["kind"] == "changes"

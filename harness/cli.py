@@ -25,11 +25,11 @@ from harness.matrix import (
     run_matrix,
     run_scale,
 )
-from harness.results import ResultsStore, environment
+from harness.results import ResultsStore, environment, read_runs, read_scales
 from harness.runner import Runner, RunPlan
 from harness.settings import Settings, load_settings
 from harness.writers import get_writer, writers
-from reports.summary import summary_table
+from reports.summary import scale_table, summary_markdown, summary_table
 from scenarios import get_scenario, scenarios
 from scenarios.base import DataSets
 
@@ -87,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--source", type=Path, help="generated set to feed the writer instead of the preset's")
     run.add_argument("--base", type=Path, help="generated set the table holds before (replace, upsert)")
     _common(run)
+
+    summary = commands.add_parser("summary", help="print the summary table of a results folder")
+    summary.add_argument("results_dir", type=Path, metavar="RESULTS_DIR")
+    summary.add_argument("--markdown", action="store_true", help="a Markdown table instead")
 
     commands.add_parser("writers", help="list writer backends and the operations they support")
     commands.add_parser("scenarios", help="list scenarios")
@@ -190,14 +194,27 @@ def cmd_run(args: argparse.Namespace) -> None:
     settings = _settings(args)
     preset, sets = _run_sets(args, settings)
     store = _store(settings)
-    record = Runner(settings, store).run(
-        RunPlan(args.scenario, args.writer, preset, sets, settings.batch_rows, parse_size(settings.memory))
-    )
+    plan = RunPlan(args.scenario, args.writer, preset, sets, settings.batch_rows, parse_size(settings.memory))
+    with console.status(f"{args.scenario} x {args.writer}: set-up, capped worker, oracle"):
+        record = Runner(settings, store).run(plan)
     console.print(summary_table([record], title=f"icebench run {store.run_id}"))
     for check in record.verdict.failed if record.verdict else []:
         upstream = f" [{check.upstream}]" if check.upstream else ""
         console.print(f"  [red]failed[/] {check.name}: {check.reason}{upstream}")
     console.print(f"results: {store.runs_path}")
+
+
+def cmd_summary(args: argparse.Namespace) -> None:
+    runs = args.results_dir / "runs.jsonl"
+    if not runs.is_file():
+        raise IcebenchError(f"{args.results_dir} holds no runs.jsonl")
+    records = read_runs(runs)
+    if args.markdown:
+        print(summary_markdown(records))
+    else:
+        console.print(summary_table(records, title=f"icebench {args.results_dir.name}"))
+    for scale in read_scales(args.results_dir):
+        console.print(scale_table(scale))
 
 
 def cmd_writers(_: argparse.Namespace) -> None:
@@ -255,31 +272,14 @@ def cmd_scale(args: argparse.Namespace) -> None:
         store=store,
         console=console,
     )
-    table = Table(
-        title=f"scale {args.writer} / {args.scenario} / {args.preset}, {result.batch_rows} rows per batch"
-    )
-    for column in ("batches", "status", "write s", "late/early", "peak mem", "peak rss"):
-        table.add_column(column, justify="right")
-    for p in result.points:
-        table.add_row(
-            str(p.batches),
-            p.status,
-            f"{p.write_s or 0:.2f}",
-            f"{p.late_early_ratio:.2f}" if p.late_early_ratio else "-",
-            format_size(p.peak_memory_bytes),
-        )
-    console.print(table)
-    if result.growth_exponent is not None:
-        console.print(
-            f"growth_exponent = {result.growth_exponent:.2f} ({result.growth_class}); "
-            f"tail exponent (two largest counts) = {result.tail_exponent:.2f}"
-        )
+    console.print(scale_table(result))
     console.print(f"results: {store.folder}")
 
 
 COMMANDS = {
     "generate": cmd_generate,
     "run": cmd_run,
+    "summary": cmd_summary,
     "writers": cmd_writers,
     "scenarios": cmd_scenarios,
     "matrix": cmd_matrix,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,7 +15,7 @@ from harness.caps import parse_size
 from harness.datasets import DataCache
 from harness.errors import IcebenchError
 from harness.growth import growth_class, growth_exponent, tail_exponent
-from harness.results import ResultsStore, RunRecord
+from harness.results import ResultsStore, RunRecord, ScalePoint, ScaleResult
 from harness.runner import Runner, RunPlan
 from harness.settings import Settings, read_toml
 from harness.source import ParquetSource
@@ -120,27 +119,6 @@ def _verdict_word(record: RunRecord) -> str:
     return "pass" if record.verdict.passed else f"FAIL ({', '.join(c.name for c in record.verdict.failed)})"
 
 
-class ScalePoint(BaseModel):
-    batches: int
-    write_s: float | None
-    wall_s: float | None
-    peak_memory_bytes: int | None
-    peak_rss_bytes: int | None
-    late_early_ratio: float | None
-    status: str
-
-
-class ScaleResult(BaseModel):
-    writer: str
-    scenario: str
-    preset: str
-    batch_rows: int
-    points: list[ScalePoint]
-    growth_exponent: float | None
-    growth_class: str | None
-    tail_exponent: float | None
-
-
 def run_scale(
     settings: Settings,
     *,
@@ -206,8 +184,7 @@ def run_scale(
         growth_class=growth_class(exponent) if exponent is not None else None,
         tail_exponent=tail_exponent(counts, totals) if fits else None,
     )
-    with (store.folder / "scale.jsonl").open("a") as out:
-        out.write(json.dumps(result.model_dump()) + "\n")
+    store.append_scale(result)
     return result
 
 

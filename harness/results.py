@@ -57,6 +57,27 @@ class RunRecord(BaseModel):
     worker_log: str | None = None
 
 
+class ScalePoint(BaseModel):
+    batches: int
+    write_s: float | None
+    wall_s: float | None
+    peak_memory_bytes: int | None
+    peak_rss_bytes: int | None
+    late_early_ratio: float | None
+    status: str
+
+
+class ScaleResult(BaseModel):
+    writer: str
+    scenario: str
+    preset: str
+    batch_rows: int
+    points: list[ScalePoint]
+    growth_exponent: float | None
+    growth_class: str | None
+    tail_exponent: float | None
+
+
 def new_run_id() -> str:
     return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
@@ -102,6 +123,10 @@ class ResultsStore:
         with self.runs_path.open("a") as out:
             out.write(record.model_dump_json() + "\n")
 
+    def append_scale(self, result: ScaleResult) -> None:
+        with (self.folder / "scale.jsonl").open("a") as out:
+            out.write(result.model_dump_json() + "\n")
+
     def scratch(self, name: str) -> Path:
         path = self.folder / "work" / name
         path.mkdir(parents=True, exist_ok=True)
@@ -117,3 +142,9 @@ def read_runs(path: Path) -> list[RunRecord]:
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def read_scales(folder: Path) -> list[ScaleResult]:
+    path = folder / "scale.jsonl"
+    lines = path.read_text().splitlines() if path.is_file() else []
+    return [ScaleResult.model_validate_json(line) for line in lines if line.strip()]

@@ -109,6 +109,10 @@ def test_scale_fits_a_growth_exponent(capsys, settings, tiny_sets):
     runs = read_runs(newest_results(settings))
     assert all(r.verdict.passed for r in runs)  # prefixes of the set, judged against their own checksum
     assert [r.batches for r in runs] == [2, 4, 8]
+    assert main(["summary", str(newest_results(settings))]) == 0
+    assert "growth_exponent" in capsys.readouterr().out
+    assert main(["summary", str(newest_results(settings)), "--markdown"]) == 0
+    assert "| append | pyiceberg-add-files | ok |" in capsys.readouterr().out
 
 
 def test_generate_writes_a_set_with_manifest(capsys, tmp_path):

@@ -7,7 +7,7 @@ from harness.caps import cgroup_parent
 from harness.matrix import prepare_data
 from harness.runner import RunPlan
 
-CAP = 400 * 2**20  # above what a streaming writer needs on `small`, below a whole-table materialisation
+CAP = 450 * 2**20  # above what a streaming writer needs on `small`, below a whole-table materialisation
 
 
 @pytest.mark.skipif(cgroup_parent() is None, reason="the kernel OOM killer needs a cgroup memory cap")

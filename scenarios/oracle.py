@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow.compute as pc
 from pyarrow import fs as pafs
 from pydantic import BaseModel
-from pyiceberg.manifest import ManifestEntryStatus
+from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
 from pyiceberg.table import Table
 
 from generators.checksum import Checksum
@@ -85,6 +85,7 @@ def read_content(table: Table) -> TableContent:
     data_files = [
         entry.data_file.file_path
         for manifest in manifests
+        if manifest.content == ManifestContent.DATA
         for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True)
         if entry.status != ManifestEntryStatus.DELETED
     ]

@@ -28,6 +28,7 @@ from harness.matrix import (
 from harness.results import ResultsStore, environment, read_runs, read_scales
 from harness.runner import Runner, RunPlan
 from harness.settings import Settings, load_settings
+from harness.stacks import get_stack, started
 from harness.writers import get_writer, writers
 from reports.summary import scale_table, summary_markdown, summary_table
 from scenarios import get_scenario, scenarios
@@ -51,6 +52,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="TOML file with [settings] (and [matrix]) tables")
     parser.add_argument("--memory", help="memory cap per worker, e.g. 512m, 2g (default from settings: 2g)")
     parser.add_argument("--isolation", choices=["auto", "cgroup", "rlimit", "none"])
+    parser.add_argument("--stack", help="where tables live: embedded (default), local-services, external")
     parser.add_argument("--batch-rows", type=int, help="rows per batch handed to the writer")
     parser.add_argument("--results", type=Path, help="results root folder (default: results)")
     parser.add_argument(
@@ -117,11 +119,13 @@ def _settings(args: argparse.Namespace) -> Settings:
         args.config,
         memory=args.memory,
         isolation=args.isolation,
+        stack=args.stack,
         batch_rows=args.batch_rows,
         results_dir=args.results,
         keep_warehouse=args.keep_warehouse,
     )
-    parse_size(settings.memory)  # a bad cap fails before any work
+    parse_size(settings.memory)  # a bad cap or stack fails before any work
+    get_stack(settings.stack)
     return settings
 
 
@@ -195,8 +199,11 @@ def cmd_run(args: argparse.Namespace) -> None:
     preset, sets = _run_sets(args, settings)
     store = _store(settings)
     plan = RunPlan(args.scenario, args.writer, preset, sets, settings.batch_rows, parse_size(settings.memory))
-    with console.status(f"{args.scenario} x {args.writer}: set-up, capped worker, oracle"):
-        record = Runner(settings, store).run(plan)
+    with (
+        started(settings, store.folder / "services") as stack,
+        console.status(f"{args.scenario} x {args.writer} on {stack.name}: set-up, capped worker, oracle"),
+    ):
+        record = Runner(settings, store, stack).run(plan)
     console.print(summary_table([record], title=f"icebench run {store.run_id}"))
     for check in record.verdict.failed if record.verdict else []:
         upstream = f" [{check.upstream}]" if check.upstream else ""
@@ -253,7 +260,8 @@ def cmd_matrix(args: argparse.Namespace) -> None:
         f"presets {', '.join(config.presets)}, cap {format_size(parse_size(settings.memory))} "
         f"({resolve_isolation(settings.isolation)})"
     )
-    run_matrix(settings, config, store, console)
+    with started(settings, store.folder / "services") as stack:
+        run_matrix(settings, config, store, stack, console)
     console.print(f"results: {store.runs_path}")
 
 
@@ -262,16 +270,18 @@ def cmd_scale(args: argparse.Namespace) -> None:
     get_writer(args.writer)
     get_scenario(args.scenario)
     store = _store(settings)
-    result = run_scale(
-        settings,
-        writer=args.writer,
-        scenario=args.scenario,
-        preset=args.preset,
-        batch_counts=args.batches,
-        batch_rows=args.batch_rows,
-        store=store,
-        console=console,
-    )
+    with started(settings, store.folder / "services") as stack:
+        result = run_scale(
+            settings,
+            writer=args.writer,
+            scenario=args.scenario,
+            preset=args.preset,
+            batch_counts=args.batches,
+            batch_rows=args.batch_rows,
+            store=store,
+            stack=stack,
+            console=console,
+        )
     console.print(scale_table(result))
     console.print(f"results: {store.folder}")
 

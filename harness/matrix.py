@@ -19,6 +19,7 @@ from harness.results import ResultsStore, RunRecord, ScalePoint, ScaleResult
 from harness.runner import Runner, RunPlan
 from harness.settings import Settings, read_toml
 from harness.source import ParquetSource
+from harness.stacks import Stack
 from harness.writers import get_writer, writers
 from reports.summary import summary_table
 from scenarios import get_scenario, scenarios
@@ -85,11 +86,11 @@ def prepare_data(settings: Settings, preset_name: str, set_names: list[str], con
 
 
 def run_matrix(
-    settings: Settings, config: MatrixConfig, store: ResultsStore, console: Console
+    settings: Settings, config: MatrixConfig, store: ResultsStore, stack: Stack, console: Console
 ) -> list[RunRecord]:
     config = config.resolved()
     cap = parse_size(settings.memory)
-    runner = Runner(settings, store)
+    runner = Runner(settings, store, stack)
     needed = sorted({s for name in config.scenarios for s in get_scenario(name)().needs})
     records: list[RunRecord] = []
     for preset in config.presets:
@@ -128,6 +129,7 @@ def run_scale(
     batch_counts: list[int],
     batch_rows: int | None,
     store: ResultsStore,
+    stack: Stack,
     console: Console,
 ) -> ScaleResult:
     """Same batch size, more batches: total write time vs batch count on log-log axes."""
@@ -145,7 +147,7 @@ def run_scale(
             f"{max(batch_counts)} batches of {batch_rows} rows need more than the {rows} rows "
             f"of preset {preset}"
         )
-    runner = Runner(settings, store)
+    runner = Runner(settings, store, stack)
     cap = parse_size(settings.memory)
     points = []
     with progress_bar(console) as progress:

@@ -11,7 +11,7 @@ from harness.growth import late_early_ratio
 from harness.launcher import Launch, launch_worker
 from harness.results import ResultsStore, RunRecord, Status, now_iso
 from harness.settings import Settings
-from harness.stack import EmbeddedStack, close_catalog, open_catalog
+from harness.stacks import RunCatalog, Stack, close_catalog
 from harness.worker import WorkerResult, WorkerSpec
 from harness.writers import Writer, get_writer
 from scenarios import get_scenario
@@ -35,9 +35,10 @@ class WorkerCouldNotStart(IcebenchError):
 
 
 class Runner:
-    def __init__(self, settings: Settings, store: ResultsStore) -> None:
+    def __init__(self, settings: Settings, store: ResultsStore, stack: Stack) -> None:
         self.settings = settings
         self.store = store
+        self.stack = stack
         self.count = 0
         self.isolation = resolve_isolation(settings.isolation)
 
@@ -50,17 +51,18 @@ class Runner:
             record.error = f"{plan.writer} does not support {scenario.operation}"
             return self._finish(record)
 
-        work = self.store.scratch(f"{self.count:03d}-{plan.scenario}-{plan.writer}")
-        stack = EmbeddedStack(work / "warehouse")
-        stack.create()
+        name = f"{self.count:03d}-{plan.scenario}-{plan.writer}"
+        work = self.store.scratch(name)
+        run_catalog = self.stack.catalog_for_run(work, name)
+        identifier = scenario.table_identifier(run_catalog.namespace)
         try:
-            catalog = open_catalog(stack.catalog_properties())
-            before = capture_state(scenario.prepare(catalog, plan.sets))
+            catalog = run_catalog.open()
+            before = capture_state(scenario.prepare(catalog, run_catalog.namespace, plan.sets))
             close_catalog(catalog)
 
             spec = WorkerSpec(
-                catalog=stack.catalog_properties(),
-                table=scenario.table_identifier,
+                catalog=run_catalog.properties,
+                table=identifier,
                 writer=plan.writer,
                 operation=scenario.operation,
                 key_columns=list(scenario.key_columns),
@@ -77,10 +79,9 @@ class Runner:
                     f"memory cap {format_size(plan.cap_bytes)} is too small for the worker to start "
                     f"(it died before its first write; see {work / 'worker.log'})"
                 )
-            self._judge(record, stack, scenario, plan, before, writer.single_commit)
+            self._judge(record, run_catalog, identifier, scenario, plan, before, writer.single_commit)
         finally:
-            if not self.settings.keep_warehouse:
-                stack.destroy()
+            self.stack.release(run_catalog, keep=self.settings.keep_warehouse)
         self._finish(record)
         if result is not None and result.error_kind == "bad_input":
             raise IcebenchError(result.error or "bad input")
@@ -93,7 +94,7 @@ class Runner:
             scenario=plan.scenario,
             writer=plan.writer,
             preset=plan.preset,
-            stack=EmbeddedStack.name,
+            stack=self.stack.name,
             operation=scenario.operation,
             status="unsupported",
             rows=min(source.rows, plan.limit_rows or source.rows),
@@ -108,7 +109,8 @@ class Runner:
     def _judge(
         self,
         record: RunRecord,
-        stack: EmbeddedStack,
+        run_catalog: RunCatalog,
+        identifier: str,
         scenario: Scenario,
         plan: RunPlan,
         before: TableState,
@@ -120,9 +122,9 @@ class Runner:
             if record.status == "ok"
             else scenario.expected_before(plan.sets)
         )
-        catalog = open_catalog(stack.catalog_properties())
+        catalog = run_catalog.open()
         try:
-            table = catalog.load_table(scenario.table_identifier)
+            table = catalog.load_table(identifier)
             record.verdict, metrics = judge(
                 table, expected=expected, error=record.error, before=before, single_commit=single_commit
             )

@@ -28,6 +28,7 @@ class Settings(BaseSettings):
     seed: int = 42
     memory: str = Field("2g", description="memory cap of each worker, e.g. 512m, 2g")
     isolation: Isolation = "auto"
+    stack: str = Field("embedded", description="embedded | local-services | external")
     batch_rows: int = Field(10_000, gt=0, description="rows per batch handed to the writer")
     sample_interval_s: float = Field(0.05, gt=0, description="memory timeline sampling period")
     timeline_points: int = Field(400, gt=10, description="samples kept per run after downsampling")

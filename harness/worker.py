@@ -14,12 +14,12 @@ from typing import Literal
 
 import pyarrow as pa
 from pydantic import BaseModel
+from pyiceberg.catalog import load_catalog
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.table import Table
 
 from harness.errors import SourceError, one_line
 from harness.source import ParquetSource
-from harness.stack import open_catalog
 from harness.writers import Operation, StepTimer, WriteJob, get_writer
 
 ErrorKind = Literal["bad_input", "memory", "write"]
@@ -84,7 +84,7 @@ def run(spec: WorkerSpec) -> WorkerResult:
     result = WorkerResult(status="ok", versions=writer.versions())
     timer = StepTimer()
     try:
-        table = open_catalog(spec.catalog).load_table(spec.table)
+        table = load_catalog("icebench", **spec.catalog).load_table(spec.table)
         source = ParquetSource.open(spec.source_dir, spec.batch_rows, spec.limit_rows)
         check_schema(source, table, spec.table)
         result.batches = source.batch_count

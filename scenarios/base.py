@@ -17,7 +17,6 @@ from pyiceberg.types import StringType
 from generators.manifest import DatasetManifest
 from generators.schema import EVOLVED_COLUMN, KEY_COLUMN
 from harness.source import ParquetSource
-from harness.stack import NAMESPACE
 from harness.writers.base import Operation
 
 KeyRanges = list[tuple[int, int]]
@@ -65,16 +64,15 @@ class Scenario(ABC):
     def needs(self) -> tuple[str, ...]:
         return tuple(s for s in (self.initial_set, self.source_set) if s)
 
-    @property
-    def table_identifier(self) -> str:
-        return f"{NAMESPACE}.{self.name.replace('-', '_')}"
+    def table_identifier(self, namespace: str) -> str:
+        return f"{namespace}.{self.name.replace('-', '_')}"
 
-    def prepare(self, catalog: Catalog, sets: DataSets) -> Table:
+    def prepare(self, catalog: Catalog, namespace: str, sets: DataSets) -> Table:
         """Creates the table and loads the initial set with one neutral add_files commit."""
-        catalog.create_namespace_if_not_exists(NAMESPACE)
+        catalog.create_namespace_if_not_exists(namespace)
         schema_set = sets[self.initial_set or self.source_set]
         schema = ParquetSource.open(schema_set.directory, batch_rows=1).schema
-        table = catalog.create_table(self.table_identifier, schema=schema)
+        table = catalog.create_table(self.table_identifier(namespace), schema=schema)
         if self.initial_set:
             register_set(table, sets[self.initial_set])
         return table

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow.compute as pc
 from pyarrow import fs as pafs
 from pydantic import BaseModel
+from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
 from pyiceberg.table import Table
 
@@ -66,7 +67,7 @@ def capture_state(table: Table) -> TableState:
     return TableState(
         snapshot_ids={snapshot.snapshot_id for snapshot in table.snapshots()},
         current_snapshot_id=current.snapshot_id if current else None,
-        metadata_files=_list_files(f"{table.location()}/metadata"),
+        metadata_files=_list_files(table, f"{table.location()}/metadata"),
     )
 
 
@@ -264,7 +265,11 @@ def _count_in_ranges(sorted_keys: np.ndarray, ranges: KeyRanges) -> int:
     )
 
 
-def _list_files(uri: str) -> dict[str, int]:
-    filesystem, path = pafs.FileSystem.from_uri(uri)
+def _list_files(table: Table, uri: str) -> dict[str, int]:
+    """Through the table's own FileIO configuration, so local folders and S3 list alike."""
+    scheme, netloc, path = PyArrowFileIO.parse_location(uri)
+    if not isinstance(table.io, PyArrowFileIO):
+        raise TypeError(f"listing {uri} needs pyiceberg's PyArrowFileIO, not {type(table.io).__name__}")
+    filesystem = table.io.fs_by_scheme(scheme, netloc)
     selector = pafs.FileSelector(path, recursive=True, allow_not_found=True)
     return {info.path: info.size for info in filesystem.get_file_info(selector) if info.is_file}

@@ -10,7 +10,7 @@ class SchemaEvolutionUpsert(Upsert):
     description = "base set, add a column, then upsert change rows that carry it"
     source_set = "changes-evolved"
 
-    def prepare(self, catalog: Catalog, sets: DataSets) -> Table:
-        table = super().prepare(catalog, sets)
+    def prepare(self, catalog: Catalog, namespace: str, sets: DataSets) -> Table:
+        table = super().prepare(catalog, namespace, sets)
         add_evolved_column(table)
         return table

@@ -8,6 +8,7 @@ from harness.matrix import prepare_data
 from harness.results import ResultsStore
 from harness.runner import Runner
 from harness.settings import Settings, load_settings
+from harness.stacks.embedded import EmbeddedStack
 from scenarios.base import DataSets
 
 # Small batches so every streaming writer makes several steps on `tiny` (10,000 rows).
@@ -37,4 +38,4 @@ def tiny_sets(settings: Settings) -> DataSets:
 
 @pytest.fixture
 def runner(settings: Settings) -> Runner:
-    return Runner(settings, ResultsStore(settings.results_dir))
+    return Runner(settings, ResultsStore(settings.results_dir), EmbeddedStack(settings))

@@ -1,0 +1,55 @@
+"""Where tables live: a catalog and an object store, started (or reached) once per invocation."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from pyiceberg.catalog import Catalog, load_catalog
+from pyiceberg.catalog.sql import SqlCatalog
+
+from harness.settings import Settings
+
+
+@dataclass(frozen=True)
+class RunCatalog:
+    """The catalog of one run. `properties` hold no secrets: they are written to the worker's spec;
+    credentials reach every process through the environment the stack set up."""
+
+    properties: dict[str, str]
+    namespace: str
+    work: Path
+
+    def open(self) -> Catalog:
+        return load_catalog("icebench", **self.properties)
+
+
+def close_catalog(catalog: Catalog) -> None:
+    """Drop pooled SQLite connections so another process can commit without lock contention."""
+    if isinstance(catalog, SqlCatalog):
+        catalog.engine.dispose()
+
+
+class Stack(ABC):
+    name: ClassVar[str]
+    description: ClassVar[str]
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    @contextmanager
+    def running(self, folder: Path) -> Iterator[None]:
+        """Services this stack needs, up for the block (logs under `folder`)."""
+        yield
+
+    @abstractmethod
+    def catalog_for_run(self, work: Path, run_name: str) -> RunCatalog:
+        """A catalog and namespace no other run uses."""
+
+    @abstractmethod
+    def release(self, run: RunCatalog, keep: bool) -> None:
+        """Removes what the run left (tables, files) unless `keep`."""

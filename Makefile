@@ -10,7 +10,9 @@ MEMORY    ?= 2g
 WRITERS   ?=
 SCENARIOS ?=
 
-.PHONY: bench test lint install clean
+REST_JAR := compose/rest-catalog/build/rest-catalog.jar
+
+.PHONY: bench test lint install rest-catalog clean
 
 $(STAMP): pyproject.toml requirements.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "icebench needs Python 3.11+")'
@@ -25,11 +27,17 @@ $(STAMP): pyproject.toml requirements.lock
 
 install: $(STAMP)
 
+# The local-services stack's REST catalog: Iceberg Java's handlers, built from PyPI/Debian jars.
+$(REST_JAR): $(STAMP) compose/rest-catalog/build.sh $(wildcard compose/rest-catalog/src/*/*/*/*.java compose/rest-catalog/src/*/*/*/*/*.java)
+	PYTHON=$(BIN)/python compose/rest-catalog/build.sh
+
+rest-catalog: $(REST_JAR)
+
 bench: $(STAMP)
 	$(BIN)/icebench matrix --preset $(PRESET) --memory $(MEMORY) \
 		$(if $(WRITERS),--writers $(WRITERS)) $(if $(SCENARIOS),--scenarios $(SCENARIOS))
 
-test: $(STAMP)
+test: $(STAMP) $(REST_JAR)
 	$(BIN)/pytest -q
 
 lint: $(STAMP)
@@ -37,4 +45,4 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) .icebench results
+	rm -rf $(VENV) .icebench results compose/rest-catalog/build

@@ -53,7 +53,7 @@ class Runner:
 
         name = f"{self.count:03d}-{plan.scenario}-{plan.writer}"
         work = self.store.scratch(name)
-        run_catalog = self.stack.catalog_for_run(work, name)
+        run_catalog = self.stack.catalog_for_run(work, f"{self.store.run_id}_{self.count:03d}")
         identifier = scenario.table_identifier(run_catalog.namespace)
         try:
             catalog = run_catalog.open()

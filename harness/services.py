@@ -21,6 +21,21 @@ from harness.errors import IcebenchError
 LOOPBACK = "127.0.0.1"
 
 
+@contextmanager
+def environment(values: dict[str, str]) -> Iterator[None]:
+    """Sets variables for this process and every child it starts; restores them afterwards."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind((LOOPBACK, 0))

@@ -29,6 +29,13 @@ class Settings(BaseSettings):
     memory: str = Field("2g", description="memory cap of each worker, e.g. 512m, 2g")
     isolation: Isolation = "auto"
     stack: str = Field("embedded", description="embedded | local-services | external")
+    # The `external` stack: your REST catalog and S3. Credentials only via the environment
+    # (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, PYICEBERG_CATALOG__ICEBENCH__TOKEN, ...).
+    catalog_uri: str | None = None
+    warehouse: str | None = None
+    s3_endpoint: str | None = None
+    s3_region: str = "us-east-1"
+    s3_path_style: bool = True
     batch_rows: int = Field(10_000, gt=0, description="rows per batch handed to the writer")
     sample_interval_s: float = Field(0.05, gt=0, description="memory timeline sampling period")
     timeline_points: int = Field(400, gt=10, description="samples kept per run after downsampling")

@@ -15,21 +15,9 @@ def plan(runner, scenario: str, writer: str, sets) -> RunPlan:
     return RunPlan(scenario, writer, "tiny", sets, runner.settings.batch_rows, cap_bytes=1 << 30)
 
 
-def expected_outcome(scenario: str, writer: str) -> tuple[str, bool | None]:
-    """(status, verdict passed) that pyiceberg 0.12 gives; None: no verdict (unsupported)."""
-    operation = scenarios()[scenario].operation
-    if not writers()[writer].supports(operation):
-        return "unsupported", None
-    if scenario == "schema-evolution-upsert":
-        return "error", False
-    if writer == "pyiceberg-fast-append-naive":
-        return "ok", False
-    return "ok", True
-
-
 @pytest.mark.parametrize("writer", list(writers()))
 @pytest.mark.parametrize("scenario", list(scenarios()))
-def test_writer_scenario_verdict(runner, tiny_sets, scenario, writer):
+def test_writer_scenario_verdict(runner, tiny_sets, scenario, writer, expected_outcome):
     record = runner.run(plan(runner, scenario, writer, tiny_sets))
     status, passed = expected_outcome(scenario, writer)
     failed = [f"{c.name}: {c.reason}" for c in record.verdict.failed] if record.verdict else []

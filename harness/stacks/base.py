@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,6 +12,7 @@ from typing import ClassVar
 
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.io.pyarrow import PyArrowFileIO
 
 from harness.settings import Settings
 
@@ -26,6 +28,29 @@ class RunCatalog:
 
     def open(self) -> Catalog:
         return load_catalog("icebench", **self.properties)
+
+
+def namespace_for(run_key: str) -> str:
+    """A namespace name every catalog accepts: letters, digits and underscores."""
+    return "icebench_" + re.sub(r"\W", "_", run_key)
+
+
+def purge_namespace(run: RunCatalog) -> None:
+    """Drops the run's tables and deletes every object under their locations, then the namespace."""
+    catalog = run.open()
+    try:
+        for identifier in catalog.list_tables(run.namespace):
+            table = catalog.load_table(identifier)
+            scheme, netloc, path = PyArrowFileIO.parse_location(table.location())
+            filesystem = (
+                table.io.fs_by_scheme(scheme, netloc) if isinstance(table.io, PyArrowFileIO) else None
+            )
+            catalog.drop_table(identifier)
+            if filesystem is not None:
+                filesystem.delete_dir(path)
+        catalog.drop_namespace(run.namespace)
+    finally:
+        close_catalog(catalog)
 
 
 def close_catalog(catalog: Catalog) -> None:
@@ -47,8 +72,8 @@ class Stack(ABC):
         yield
 
     @abstractmethod
-    def catalog_for_run(self, work: Path, run_name: str) -> RunCatalog:
-        """A catalog and namespace no other run uses."""
+    def catalog_for_run(self, work: Path, run_key: str) -> RunCatalog:
+        """A catalog and namespace no other run uses; `run_key` is unique to the run."""
 
     @abstractmethod
     def release(self, run: RunCatalog, keep: bool) -> None:

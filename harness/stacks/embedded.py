@@ -14,7 +14,7 @@ class EmbeddedStack(Stack):
     name = "embedded"
     description = "local warehouse + SQLite catalog (pyiceberg SqlCatalog), nothing to start"
 
-    def catalog_for_run(self, work: Path, run_name: str) -> RunCatalog:
+    def catalog_for_run(self, work: Path, run_key: str) -> RunCatalog:
         root = (work / "warehouse").resolve()
         root.mkdir(parents=True, exist_ok=True)
         properties = {"type": "sql", "uri": f"sqlite:///{root / 'catalog.db'}", "warehouse": root.as_uri()}

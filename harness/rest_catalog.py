@@ -1,0 +1,60 @@
+"""The Iceberg REST catalog server of `compose/rest-catalog/` (Iceberg Java's CatalogHandlers over a
+JdbcCatalog on SQLite), started on a free loopback port against an S3 endpoint."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from harness.errors import IcebenchError
+from harness.object_store import S3Endpoint
+from harness.services import LOOPBACK, free_port, managed_process
+
+SERVER_DIR = Path(__file__).resolve().parent.parent / "compose" / "rest-catalog"
+BUILD_DIR = SERVER_DIR / "build"
+MAIN_CLASS = "org.icebench.rest.RestCatalogServer"
+
+
+def classpath() -> str:
+    path = BUILD_DIR / "classpath.txt"
+    if not path.is_file():
+        raise IcebenchError(
+            f"the REST catalog server is not built: run `make rest-catalog` ({SERVER_DIR}/build.sh)"
+        )
+    return path.read_text().strip()
+
+
+class RestCatalogServer:
+    name = "iceberg-rest (CatalogHandlers + JdbcCatalog)"
+
+    @contextmanager
+    def running(self, folder: Path, endpoint: S3Endpoint, heap: str = "768m") -> Iterator[str]:
+        """The catalog's base URI while the block runs. Credentials reach it via the environment only."""
+        port = free_port()
+        uri = f"http://{LOOPBACK}:{port}"
+        # The server writes metadata through its own SigV4 FileIO (compose/rest-catalog/README.md).
+        properties = {
+            "s3.endpoint": endpoint.endpoint_url,
+            "s3.region": endpoint.region,
+            "s3.path-style-access": "true",
+        }
+        command = [
+            "java", f"-Xmx{heap}", "-cp", classpath(), MAIN_CLASS,
+            "--host", LOOPBACK, "--port", str(port),
+            "--warehouse", f"s3://{endpoint.bucket}/warehouse",
+            "--jdbc-uri", f"jdbc:sqlite:{(folder / 'rest-catalog.db').resolve()}",
+        ]  # fmt: skip
+        for key, value in properties.items():
+            command += ["--prop", f"{key}={value}"]
+        with managed_process(
+            "REST catalog server", command, folder / "rest-catalog.log", lambda: _serves(uri)
+        ):
+            yield uri
+
+
+def _serves(uri: str) -> bool:
+    with urllib.request.urlopen(f"{uri}/v1/config", timeout=2) as response:
+        return response.status == 200 and "defaults" in json.loads(response.read())

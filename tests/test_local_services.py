@@ -1,0 +1,84 @@
+"""The same scenarios through S3 (moto) and a real Iceberg REST catalog server over HTTP on loopback."""
+
+import ipaddress
+from collections.abc import Iterator
+
+import psutil
+import pytest
+
+from harness.results import ResultsStore
+from harness.runner import Runner, RunPlan
+from harness.settings import Settings
+from harness.stacks import started
+from harness.stacks.local_services import LocalServicesStack
+from harness.writers import writers
+from scenarios import scenarios
+
+SERVICE_MARKERS = ("moto.server", "RestCatalogServer")
+
+
+@pytest.fixture(scope="module")
+def services_settings(settings: Settings) -> Settings:
+    return settings.model_copy(update={"stack": "local-services"})
+
+
+@pytest.fixture(scope="module")
+def services_runner(services_settings: Settings) -> Iterator[Runner]:
+    store = ResultsStore(services_settings.results_dir)
+    with started(services_settings, store.folder / "services") as stack:
+        yield Runner(services_settings, store, stack)
+
+
+@pytest.mark.parametrize("writer", list(writers()))
+@pytest.mark.parametrize("scenario", list(scenarios()))
+def test_same_verdict_as_embedded(services_runner, tiny_sets, scenario, writer, expected_outcome):
+    record = services_runner.run(RunPlan(scenario, writer, "tiny", tiny_sets, 2_000, cap_bytes=1 << 30))
+    status, passed = expected_outcome(scenario, writer)
+    failed = [f"{c.name}: {c.reason}" for c in record.verdict.failed] if record.verdict else []
+    assert record.stack == "local-services"
+    assert record.status == status, (record.error, failed)
+    if passed is not None:
+        assert record.verdict.passed is passed, failed
+
+
+def is_loopback(ip: str) -> bool:
+    address = ipaddress.ip_address(ip)
+    mapped = getattr(address, "ipv4_mapped", None)  # Java reports IPv4 binds as ::ffff:127.0.0.1
+    return (mapped or address).is_loopback
+
+
+def service_processes() -> list[psutil.Process]:
+    return [
+        p
+        for p in psutil.Process().children(recursive=True)
+        if any(marker in " ".join(p.cmdline()) for marker in SERVICE_MARKERS)
+    ]
+
+
+def test_services_listen_on_loopback_only_stop_afterwards_and_never_leak_secrets(
+    services_settings, tiny_sets, tmp_path
+):
+    settings = services_settings.model_copy(update={"results_dir": tmp_path / "results"})
+    store = ResultsStore(settings.results_dir)
+    with started(settings, store.folder / "services") as stack:
+        assert isinstance(stack, LocalServicesStack)
+        processes = service_processes()
+        assert len(processes) == 2
+        listening = [
+            c.laddr
+            for p in processes
+            for c in p.net_connections(kind="inet")
+            if c.status == psutil.CONN_LISTEN
+        ]
+        assert listening and all(is_loopback(address.ip) for address in listening), listening
+        record = Runner(settings, store, stack).run(
+            RunPlan("append", "pyiceberg-add-files", "tiny", tiny_sets, 5_000, cap_bytes=1 << 30)
+        )
+        assert record.verdict.passed
+        secrets = (stack.endpoint.access_key_id, stack.endpoint.secret_access_key)
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in processes)
+    assert (store.folder / "services" / "rest-catalog.log").stat().st_size > 0
+    for path in store.folder.rglob("*"):
+        if path.is_file():
+            text = path.read_bytes()
+            assert not any(secret.encode() in text for secret in secrets), f"a credential leaked into {path}"

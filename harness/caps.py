@@ -104,6 +104,11 @@ class CgroupCap(MemoryCap):
     def _read_int(self, name: str) -> int:
         return int((self.path / name).read_text())
 
+    @property
+    def hierarchy_path(self) -> str:
+        """The cgroup as the hierarchy names it (what docker's --cgroup-parent takes)."""
+        return "/" + str(self.path.relative_to(CGROUP_ROOT))
+
     def launch_prefix(self) -> list[str]:
         # The child moves itself into the cgroup before exec, so every byte it maps is counted.
         return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(self.path)]
@@ -158,10 +163,13 @@ def best_method() -> str:
     return "cgroup" if cgroup_parent() is not None else "rlimit"
 
 
+ISOLATIONS = ("auto", "cgroup", "docker", "rlimit", "none")
+
+
 def resolve_isolation(isolation: str) -> str:
-    """`auto` becomes the best the machine allows: a cgroup where writable, else RLIMIT_AS."""
-    if isolation not in ("auto", "cgroup", "rlimit", "none"):
-        raise IcebenchError(f"unknown isolation {isolation!r}; choose from auto, cgroup, rlimit, none")
+    """`auto` becomes the best the machine allows without Docker: a cgroup where writable, else RLIMIT_AS."""
+    if isolation not in ISOLATIONS:
+        raise IcebenchError(f"unknown isolation {isolation!r}; choose from {', '.join(ISOLATIONS)}")
     return best_method() if isolation == "auto" else isolation
 
 
@@ -169,10 +177,10 @@ def make_cap(isolation: str, cap_bytes: int | None) -> MemoryCap:
     method = resolve_isolation(isolation)
     if cap_bytes is None or method == "none":
         return MemoryCap(None)
-    if method == "cgroup":
+    if method in ("cgroup", "docker"):  # a container runs below a cgroup of ours: its peak outlives it
         parent = cgroup_parent()
         if parent is None:
-            raise IcebenchError("isolation 'cgroup' needs a writable cgroup v1 memory controller")
+            raise IcebenchError(f"isolation {method!r} needs a writable cgroup v1 memory controller")
         try:
             return CgroupCap(cap_bytes, parent)
         except OSError as exc:

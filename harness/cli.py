@@ -14,7 +14,7 @@ from rich.table import Table
 from generators.changes import generate_changes
 from generators.presets import PRESETS, get_preset
 from generators.wide import generate_base
-from harness.caps import format_size, parse_size, resolve_isolation
+from harness.caps import ISOLATIONS, format_size, parse_size, resolve_isolation
 from harness.datasets import data_set
 from harness.errors import IcebenchError
 from harness.matrix import (
@@ -51,7 +51,7 @@ def _comma_ints(text: str) -> list[int]:
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="TOML file with [settings] (and [matrix]) tables")
     parser.add_argument("--memory", help="memory cap per worker, e.g. 512m, 2g (default from settings: 2g)")
-    parser.add_argument("--isolation", choices=["auto", "cgroup", "rlimit", "none"])
+    parser.add_argument("--isolation", choices=ISOLATIONS)
     parser.add_argument("--stack", help="where tables live: embedded (default), local-services, external")
     parser.add_argument("--batch-rows", type=int, help="rows per batch handed to the writer")
     parser.add_argument("--results", type=Path, help="results root folder (default: results)")

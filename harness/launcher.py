@@ -11,6 +11,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import psutil
 
@@ -30,7 +31,7 @@ class Launch:
 class Sampler(threading.Thread):
     """Memory of the worker every `interval` seconds: the cgroup's figures, else psutil's tree RSS."""
 
-    def __init__(self, cap: MemoryCap, pid: int, interval: float) -> None:
+    def __init__(self, cap: MemoryCap, pid: int | None, interval: float) -> None:
         super().__init__(daemon=True)
         self.cap, self.pid, self.interval = cap, pid, interval
         self.samples: list[tuple[float, int, int]] = []
@@ -39,7 +40,7 @@ class Sampler(threading.Thread):
 
     def run(self) -> None:
         while not self.stopped.wait(self.interval):
-            usage = self.cap.sample() or _tree_usage(self.pid)
+            usage = self.cap.sample() or (_tree_usage(self.pid) if self.pid else None)
             if usage:
                 self.samples.append(
                     (round(time.perf_counter() - self.start_time, 3), usage.usage_bytes, usage.rss_bytes)
@@ -64,6 +65,41 @@ def downsample(samples: list[tuple[float, int, int]], points: int) -> list[tuple
     return [samples[i] for i in sorted(kept)]
 
 
+class WorkerHandle(Protocol):
+    """A started worker: a process of ours, or a container."""
+
+    pid: int | None  # for psutil sampling when no cgroup is there to read
+
+    def wait(self) -> int:
+        """Blocks until the worker ends; its exit code (negative: killed by that signal)."""
+        ...
+
+    def kill(self) -> None:
+        """Kills the worker and everything it started."""
+        ...
+
+    def killed_by_oom(self) -> bool:
+        """Evidence of an OOM kill beyond the cgroup's own counter."""
+        ...
+
+
+class ProcessHandle:
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
+        self.pid: int | None = process.pid
+
+    def wait(self) -> int:
+        return self.process.wait()
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def killed_by_oom(self) -> bool:
+        return False
+
+
 def launch_worker(
     cap: MemoryCap,
     spec_path: Path,
@@ -73,27 +109,43 @@ def launch_worker(
     sample_interval_s: float,
     timeline_points: int,
 ) -> Launch:
+    """The worker as a child process in its own process group, moved into the cap before exec."""
     command = [*cap.launch_prefix(), sys.executable, "-m", "harness.worker", str(spec_path)]
     with log_path.open("ab") as log:
         start = time.perf_counter()
         process = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
         )
-    sampler = Sampler(cap, process.pid, sample_interval_s)
+    return supervise(
+        cap, ProcessHandle(process), start, timeout_s=timeout_s, sample_interval_s=sample_interval_s,
+        timeline_points=timeline_points,
+    )  # fmt: skip
+
+
+def supervise(
+    cap: MemoryCap,
+    handle: WorkerHandle,
+    start: float,
+    *,
+    timeout_s: float,
+    sample_interval_s: float,
+    timeline_points: int,
+) -> Launch:
+    """Samples memory until the worker ends; kills it on timeout, Ctrl-C or any failure of ours."""
+    sampler = Sampler(cap, handle.pid, sample_interval_s)
     sampler.start()
     timed_out = threading.Event()
 
     def on_timeout() -> None:
         timed_out.set()
-        _kill_group(process.pid)
+        handle.kill()
 
     timer = threading.Timer(timeout_s, on_timeout)
     timer.start()
     try:
-        process.wait()
-    except BaseException:  # Ctrl-C or anything else: the worker must not outlive us
-        _kill_group(process.pid)
-        process.wait()
+        returncode = handle.wait()
+    except BaseException:  # the worker must not outlive us
+        handle.kill()
         raise
     finally:
         timer.cancel()
@@ -103,15 +155,10 @@ def launch_worker(
     timeline = sampler.samples
     peak = cap.peak_bytes() or max((s[1] for s in timeline), default=None)
     return Launch(
-        returncode=process.returncode,
+        returncode=returncode,
         wall_s=wall,
         peak_memory_bytes=peak,
-        oom_kills=cap.oom_kills(),
+        oom_kills=max(cap.oom_kills(), int(handle.killed_by_oom())),
         timed_out=timed_out.is_set(),
         timeline=downsample(timeline, timeline_points),
     )
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)

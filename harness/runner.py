@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.caps import format_size, make_cap, resolve_isolation
+from harness.caps import CgroupCap, format_size, make_cap, resolve_isolation
+from harness.container import launch_container
 from harness.errors import IcebenchError, one_line
 from harness.growth import late_early_ratio
 from harness.launcher import Launch, launch_worker
@@ -142,15 +143,20 @@ class Runner:
         spec_path = work / "worker-spec.json"
         spec_path.write_text(spec.model_dump_json(indent=2))
         cap = make_cap(self.isolation, cap_bytes)
+        limits = {
+            "timeout_s": self.settings.worker_timeout_s,
+            "sample_interval_s": self.settings.sample_interval_s,
+            "timeline_points": self.settings.timeline_points,
+        }
         try:
-            launched = launch_worker(
-                cap,
-                spec_path,
-                work / "worker.log",
-                timeout_s=self.settings.worker_timeout_s,
-                sample_interval_s=self.settings.sample_interval_s,
-                timeline_points=self.settings.timeline_points,
-            )
+            if isinstance(cap, CgroupCap) and self.isolation == "docker":
+                launched = launch_container(
+                    cap, spec_path, work / "worker.log", image=self.settings.worker_image,
+                    read_only=[self.settings.data_dir, spec.source_dir], writable=[self.store.folder],
+                    **limits,
+                )  # fmt: skip
+            else:
+                launched = launch_worker(cap, spec_path, work / "worker.log", **limits)
         finally:
             cap.close()
         result = None

@@ -12,7 +12,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from harness.errors import IcebenchError
 
-Isolation = Literal["auto", "cgroup", "rlimit", "none"]
+Isolation = Literal["auto", "cgroup", "docker", "rlimit", "none"]
 
 CONFIG_ENV = "ICEBENCH_CONFIG"
 DEFAULT_CONFIG = Path("icebench.toml")
@@ -28,6 +28,7 @@ class Settings(BaseSettings):
     seed: int = 42
     memory: str = Field("2g", description="memory cap of each worker, e.g. 512m, 2g")
     isolation: Isolation = "auto"
+    worker_image: str = Field("icebench/worker:local", description="image of --isolation docker workers")
     stack: str = Field("embedded", description="embedded | local-services | external")
     # The `external` stack: your REST catalog and S3. Credentials only via the environment
     # (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, PYICEBERG_CATALOG__ICEBENCH__TOKEN, ...).

@@ -1,0 +1,102 @@
+"""`--isolation docker`: the worker in a container with mem_limit = the cap.
+
+The container runs below a memory cgroup of ours (`--cgroup-parent`): its own cgroup vanishes at
+exit, the parent's peak and OOM counter stay readable. It shares the host network (so it reaches
+services bound to loopback) and sees the repository, the data sets and the results folder at
+their host paths, read-only except results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from pathlib import Path
+
+from harness.caps import CgroupCap
+from harness.errors import IcebenchError
+from harness.launcher import Launch, supervise
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# Only what a worker needs from our environment: object store and catalog client settings.
+PASSED_PREFIXES = ("AWS_", "PYICEBERG_")
+
+
+def docker_client():  # noqa: ANN201 - the docker SDK is imported lazily (only this isolation needs it)
+    import docker
+    from docker.errors import DockerException
+
+    try:
+        client = docker.from_env()
+        client.ping()
+    except DockerException as exc:
+        raise IcebenchError(
+            f"isolation docker needs a running Docker engine (make docker-engine, or set DOCKER_HOST): {exc}"
+        ) from None
+    return client
+
+
+class ContainerHandle:
+    pid = None  # sampled through the cgroup, never psutil
+
+    def __init__(self, container) -> None:  # noqa: ANN001 - docker.models.containers.Container
+        self.container = container
+
+    def wait(self) -> int:
+        code = int(self.container.wait()["StatusCode"])
+        return -9 if code == 137 else code  # like a process killed by SIGKILL
+
+    def kill(self) -> None:
+        from docker.errors import APIError
+
+        with contextlib.suppress(APIError):  # already gone
+            self.container.kill()
+
+    def killed_by_oom(self) -> bool:
+        self.container.reload()
+        return bool(self.container.attrs["State"].get("OOMKilled"))
+
+
+def launch_container(
+    cap: CgroupCap,
+    spec_path: Path,
+    log_path: Path,
+    *,
+    image: str,
+    read_only: list[Path],
+    writable: list[Path],
+    timeout_s: float,
+    sample_interval_s: float,
+    timeline_points: int,
+) -> Launch:
+    client = docker_client()
+    # Same paths inside as outside, so the spec's paths hold in both.
+    volumes = {str(p.resolve()): {"bind": str(p.resolve()), "mode": "ro"} for p in [REPO_ROOT, *read_only]}
+    volumes |= {str(p.resolve()): {"bind": str(p.resolve()), "mode": "rw"} for p in writable}
+    environment = {k: v for k, v in os.environ.items() if k.startswith(PASSED_PREFIXES)}
+    container = client.containers.create(
+        image,
+        ["python", "-m", "harness.worker", str(spec_path)],
+        environment={**environment, "PYTHONPATH": str(REPO_ROOT)},
+        volumes=volumes,
+        working_dir=str(REPO_ROOT),
+        network_mode="host",
+        mem_limit=cap.cap_bytes,
+        memswap_limit=cap.cap_bytes,
+        cgroup_parent=cap.hierarchy_path,
+    )
+    handle = ContainerHandle(container)
+    try:
+        start = time.perf_counter()
+        container.start()
+        return supervise(
+            cap,
+            handle,
+            start,
+            timeout_s=timeout_s,
+            sample_interval_s=sample_interval_s,
+            timeline_points=timeline_points,
+        )
+    finally:
+        log_path.write_bytes(container.logs(stdout=True, stderr=True))
+        container.remove(force=True)

@@ -12,7 +12,7 @@ SCENARIOS ?=
 
 REST_JAR := compose/rest-catalog/build/rest-catalog.jar
 
-.PHONY: bench test lint install rest-catalog clean
+.PHONY: bench test lint install rest-catalog clean docker-engine images up down
 
 $(STAMP): pyproject.toml requirements.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "icebench needs Python 3.11+")'
@@ -37,8 +37,11 @@ bench: $(STAMP)
 	$(BIN)/icebench matrix --preset $(PRESET) --memory $(MEMORY) \
 		$(if $(WRITERS),--writers $(WRITERS)) $(if $(SCENARIOS),--scenarios $(SCENARIOS))
 
-test: $(STAMP) $(REST_JAR)
-	$(BIN)/pytest -q
+# The suite includes workers in containers: a private Docker engine is started (and stopped
+# afterwards, also when a test fails) where none answers, and the worker image built once.
+test: $(STAMP) $(REST_JAR) images
+	eval "$$(compose/docker-engine.sh env)" && ICEBENCH_REQUIRE_DOCKER=1 $(BIN)/pytest -q; \
+		status=$$?; compose/docker-engine.sh stop --if-owner make; exit $$status
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -46,3 +49,22 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .icebench results compose/rest-catalog/build
+
+# Docker side (compose/README.md): a private dockerd when none answers, images built without a
+# registry, and the compose stack (S3 + bucket + REST catalog) on 127.0.0.1:9000 / :8181.
+# COMPOSE_VARIANT=local (images built here) | upstream (pinned registry images) | auto.
+# An engine these targets start is owned by `make`: `make down` stops it, never another one.
+COMPOSE_VARIANT ?= local
+ENGINE_ENV := ICEBENCH_ENGINE_OWNER=make COMPOSE_VARIANT=$(COMPOSE_VARIANT)
+
+docker-engine:
+	$(ENGINE_ENV) compose/docker-engine.sh start
+
+images: $(STAMP) $(REST_JAR) docker-engine
+	eval "$$(compose/docker-engine.sh env)" && compose/images.sh
+
+up: $(STAMP) $(REST_JAR)
+	$(ENGINE_ENV) compose/stack.sh up
+
+down:
+	$(ENGINE_ENV) compose/stack.sh down

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,15 +133,30 @@ class CgroupCap(MemoryCap):
                 return int(value)
         return 0
 
-    def close(self) -> None:
+    def close(self, settle_s: float = 10.0) -> None:
+        """Removes the cgroup and what a container runtime made below it, in every hierarchy (runc
+        creates the parent path under each controller; the container's own is torn down async)."""
+        deadline = time.monotonic() + settle_s
+        relative = self.path.relative_to(CGROUP_ROOT)
+        for hierarchy in [CGROUP_ROOT, *(p for p in CGROUP_ROOT.parent.iterdir() if p != CGROUP_ROOT)]:
+            top = hierarchy / relative
+            if top.is_dir():
+                for cgroup in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+                    _rmdir_when_empty(cgroup, deadline)
+                _rmdir_when_empty(top, deadline)
+
+
+def _rmdir_when_empty(cgroup: Path, deadline: float) -> None:
+    while True:
         try:
-            self.path.rmdir()
+            cgroup.rmdir()
+            return
         except FileNotFoundError:
-            pass
+            return
         except OSError:
-            # Lingering tasks (should not happen after wait): force them out of our way.
-            (self.path / "memory.force_empty").write_text("0")
-            self.path.rmdir()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 class RlimitCap(MemoryCap):

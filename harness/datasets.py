@@ -26,7 +26,7 @@ ProgressFactory = Callable[[str, int], Callable[[int], None]]
 
 class DataCache:
     def __init__(self, root: Path, seed: int, update_ratio: float, insert_ratio: float) -> None:
-        self.root = root
+        self.root = root.resolve()
         self.seed = seed
         self.update_ratio = update_ratio
         self.insert_ratio = insert_ratio
@@ -93,6 +93,6 @@ def data_set(directory: Path) -> DataSet:
     if not directory.is_dir():
         raise SourceError(f"source {directory} does not exist or is not a folder")
     try:
-        return DataSet(directory, DatasetManifest.load(directory))
+        return DataSet(directory.resolve(), DatasetManifest.load(directory))
     except ManifestError as exc:
         raise SourceError(str(exc)) from None

@@ -112,7 +112,7 @@ class ResultsStore:
 
     def __init__(self, root: Path, run_id: str | None = None) -> None:
         self.run_id = run_id or new_run_id()
-        self.folder = root / self.run_id
+        self.folder = root.resolve() / self.run_id  # absolute: workers may run elsewhere (containers)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.runs_path = self.folder / "runs.jsonl"
 

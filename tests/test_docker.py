@@ -1,0 +1,58 @@
+"""--isolation docker: the worker in a memory-limited container, against the S3 + REST stack."""
+
+import pytest
+
+from harness.caps import cgroup_parent
+from harness.container import docker_client
+from harness.errors import IcebenchError
+from harness.results import ResultsStore
+from harness.runner import Runner, RunPlan
+from harness.stacks import started
+
+
+def engine_available() -> bool:
+    try:
+        docker_client()
+    except IcebenchError:
+        return False
+    return True
+
+
+# `make test` starts a private engine and builds the images first; outside it these need Docker.
+pytestmark = pytest.mark.skipif(
+    not engine_available() or cgroup_parent() is None,
+    reason="no Docker engine (make docker-engine) or no cgroup v1",
+)
+
+
+@pytest.fixture(scope="module")
+def docker_stack(settings, tmp_path_factory):
+    docker_settings = settings.model_copy(
+        update={
+            "stack": "local-services",
+            "isolation": "docker",
+            "results_dir": tmp_path_factory.mktemp("docker"),
+        }
+    )
+    store = ResultsStore(docker_settings.results_dir)
+    with started(docker_settings, store.folder / "services") as stack:
+        yield Runner(docker_settings, store, stack)
+
+
+def test_scenario_in_a_container_against_s3_and_rest(docker_stack, tiny_sets):
+    record = docker_stack.run(RunPlan("upsert", "pyiceberg-txn-batches", "tiny", tiny_sets, 2_000, 1 << 30))
+    assert (record.isolation, record.stack, record.status) == ("docker", "local-services", "ok")
+    assert record.verdict.passed, [c.reason for c in record.verdict.failed]
+    assert record.peak_memory_bytes and record.memory_timeline and record.peak_rss_bytes
+
+
+def test_container_over_its_cap_is_an_oom_result(docker_stack, settings):
+    from rich.console import Console
+
+    from harness.matrix import prepare_data
+
+    sets = prepare_data(settings, "small", ["base"], Console(quiet=True))
+    record = docker_stack.run(RunPlan("append", "pyiceberg-table", "small", sets, 10_000, 450 * 2**20))
+    assert record.status == "oom", record.error
+    assert record.oom_kills >= 1 and "OOM" in record.error
+    assert {c.name: c for c in record.verdict.checks}["table_unchanged_after_failure"].passed

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -28,7 +29,7 @@ from harness.matrix import (
 from harness.results import ResultsStore, environment, read_runs, read_scales
 from harness.runner import Runner, RunPlan
 from harness.settings import Settings, load_settings
-from harness.stacks import get_stack, started
+from harness.stacks import Stack, get_stack, started
 from harness.writers import get_writer, writers
 from reports.summary import scale_table, summary_markdown, summary_table
 from scenarios import get_scenario, scenarios
@@ -129,12 +130,15 @@ def _settings(args: argparse.Namespace) -> Settings:
     return settings
 
 
-def _store(settings: Settings) -> ResultsStore:
+@contextmanager
+def _session(settings: Settings) -> Iterator[tuple[ResultsStore, Stack]]:
+    """A new results folder with its environment.json, and the stack's services up meanwhile."""
     store = ResultsStore(settings.results_dir)
     store.write_environment(
         environment(resolve_isolation(settings.isolation), settings.model_dump(mode="json"))
     )
-    return store
+    with started(settings, store.folder / "services") as stack:
+        yield store, stack
 
 
 def cmd_generate(args: argparse.Namespace) -> None:
@@ -197,10 +201,9 @@ def cmd_run(args: argparse.Namespace) -> None:
     get_writer(args.writer)
     settings = _settings(args)
     preset, sets = _run_sets(args, settings)
-    store = _store(settings)
     plan = RunPlan(args.scenario, args.writer, preset, sets, settings.batch_rows, parse_size(settings.memory))
     with (
-        started(settings, store.folder / "services") as stack,
+        _session(settings) as (store, stack),
         console.status(f"{args.scenario} x {args.writer} on {stack.name}: set-up, capped worker, oracle"),
     ):
         record = Runner(settings, store, stack).run(plan)
@@ -254,13 +257,12 @@ def cmd_matrix(args: argparse.Namespace) -> None:
         if v
     }
     config = MatrixConfig.model_validate({**config.model_dump(), **overrides}).resolved()
-    store = _store(settings)
     console.print(
         f"icebench matrix: {len(config.scenarios)} scenarios x {len(config.writers)} writers x "
         f"presets {', '.join(config.presets)}, cap {format_size(parse_size(settings.memory))} "
         f"({resolve_isolation(settings.isolation)})"
     )
-    with started(settings, store.folder / "services") as stack:
+    with _session(settings) as (store, stack):
         run_matrix(settings, config, store, stack, console)
     console.print(f"results: {store.runs_path}")
 
@@ -269,8 +271,7 @@ def cmd_scale(args: argparse.Namespace) -> None:
     settings = _settings(args)
     get_writer(args.writer)
     get_scenario(args.scenario)
-    store = _store(settings)
-    with started(settings, store.folder / "services") as stack:
+    with _session(settings) as (store, stack):
         result = run_scale(
             settings,
             writer=args.writer,

@@ -22,7 +22,7 @@ LOOPBACK = "127.0.0.1"
 
 
 @contextmanager
-def environment(values: dict[str, str]) -> Iterator[None]:
+def environment_variables(values: dict[str, str]) -> Iterator[None]:
     """Sets variables for this process and every child it starts; restores them afterwards."""
     saved = {name: os.environ.get(name) for name in values}
     os.environ.update(values)

@@ -83,3 +83,19 @@ def test_services_listen_on_loopback_only_stop_afterwards_and_never_leak_secrets
         if path.is_file():
             text = path.read_bytes()
             assert not any(secret.encode() in text for secret in secrets), f"a credential leaked into {path}"
+
+
+def test_external_stack_reaches_an_existing_catalog_and_s3(services_runner, tiny_sets, tmp_path):
+    # The local services stand in for "your" REST catalog and S3; credentials come from the
+    # environment the running stack set, exactly as a user's would.
+    running = services_runner.stack
+    settings = services_runner.settings.model_copy(update={
+        "stack": "external", "catalog_uri": running.catalog_uri, "s3_endpoint": running.endpoint.endpoint_url,
+        "results_dir": tmp_path / "results"})  # fmt: skip
+    store = ResultsStore(settings.results_dir)
+    with started(settings, store.folder / "services") as stack:
+        record = Runner(settings, store, stack).run(
+            RunPlan("replace", "pyiceberg-txn-batches", "tiny", tiny_sets, 5_000, cap_bytes=1 << 30)
+        )
+    assert record.stack == "external" and record.verdict.passed, record.verdict
+    assert not list((store.folder / "services").glob("*.log"))  # nothing was started

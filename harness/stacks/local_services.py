@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harness.object_store import MotoS3Server, S3Endpoint
 from harness.rest_catalog import RestCatalogServer
-from harness.services import environment
+from harness.services import environment_variables
 from harness.stacks.base import RunCatalog, Stack, namespace_for, purge_namespace
 
 
@@ -28,7 +28,7 @@ class LocalServicesStack(Stack):
     def running(self, folder: Path) -> Iterator[None]:
         with ExitStack() as services:
             self.endpoint = services.enter_context(MotoS3Server().running(folder))
-            services.enter_context(environment(self.endpoint.environment()))
+            services.enter_context(environment_variables(self.endpoint.environment()))
             self.catalog_uri = services.enter_context(RestCatalogServer().running(folder, self.endpoint))
             yield
 

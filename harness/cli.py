@@ -29,7 +29,7 @@ from harness.matrix import (
 from harness.results import ResultsStore, environment, read_runs, read_scales
 from harness.runner import Runner, RunPlan
 from harness.settings import Settings, load_settings
-from harness.stacks import Stack, get_stack, started
+from harness.stacks import Stack, get_stack, stacks, started
 from harness.writers import get_writer, writers
 from reports.summary import scale_table, summary_markdown, summary_table
 from scenarios import get_scenario, scenarios
@@ -53,7 +53,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="TOML file with [settings] (and [matrix]) tables")
     parser.add_argument("--memory", help="memory cap per worker, e.g. 512m, 2g (default from settings: 2g)")
     parser.add_argument("--isolation", choices=ISOLATIONS)
-    parser.add_argument("--stack", help="where tables live: embedded (default), local-services, external")
+    parser.add_argument("--stack", help=f"where tables live: {', '.join(stacks())} (default: embedded)")
     parser.add_argument("--batch-rows", type=int, help="rows per batch handed to the writer")
     parser.add_argument("--results", type=Path, help="results root folder (default: results)")
     parser.add_argument(
@@ -260,7 +260,7 @@ def cmd_matrix(args: argparse.Namespace) -> None:
     console.print(
         f"icebench matrix: {len(config.scenarios)} scenarios x {len(config.writers)} writers x "
         f"presets {', '.join(config.presets)}, cap {format_size(parse_size(settings.memory))} "
-        f"({resolve_isolation(settings.isolation)})"
+        f"({resolve_isolation(settings.isolation)}), stack {settings.stack}"
     )
     with _session(settings) as (store, stack):
         run_matrix(settings, config, store, stack, console)

@@ -13,6 +13,10 @@ import os
 import time
 from pathlib import Path
 
+import docker
+from docker.errors import APIError, DockerException
+from docker.models.containers import Container
+
 from harness.caps import CgroupCap
 from harness.errors import IcebenchError
 from harness.launcher import Launch, supervise
@@ -22,10 +26,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 PASSED_PREFIXES = ("AWS_", "PYICEBERG_")
 
 
-def docker_client():  # noqa: ANN201 - the docker SDK is imported lazily (only this isolation needs it)
-    import docker
-    from docker.errors import DockerException
-
+def docker_client() -> docker.DockerClient:
     try:
         client = docker.from_env()
         client.ping()
@@ -39,7 +40,7 @@ def docker_client():  # noqa: ANN201 - the docker SDK is imported lazily (only t
 class ContainerHandle:
     pid = None  # sampled through the cgroup, never psutil
 
-    def __init__(self, container) -> None:  # noqa: ANN001 - docker.models.containers.Container
+    def __init__(self, container: Container) -> None:
         self.container = container
 
     def wait(self) -> int:
@@ -47,8 +48,6 @@ class ContainerHandle:
         return -9 if code == 137 else code  # like a process killed by SIGKILL
 
     def kill(self) -> None:
-        from docker.errors import APIError
-
         with contextlib.suppress(APIError):  # already gone
             self.container.kill()
 

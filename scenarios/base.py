@@ -8,6 +8,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
+from urllib.parse import urlparse
 
 from pydantic import BaseModel
 from pyiceberg.catalog import Catalog
@@ -100,7 +101,7 @@ def register_set(table: Table, data: DataSet) -> None:
 
 def _place_file(source: Path, target: str, table: Table) -> None:
     if target.startswith("file:"):
-        local = Path(target.removeprefix("file:"))
+        local = Path(urlparse(target).path)
         local.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.link(source, local)

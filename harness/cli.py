@@ -235,7 +235,7 @@ def cmd_writers(_: argparse.Namespace) -> None:
         marks = [
             "yes" if writer.supports(op) else "[dim]unsupported[/]" for op in ("append", "replace", "upsert")
         ]
-        table.add_row(name, *marks, "one" if writer.single_commit else "per batch", writer.description)
+        table.add_row(name, *marks, "one" if writer.single_commit else "several", writer.description)
     console.print(table)
 
 

@@ -55,6 +55,11 @@ class Runner:
         name = f"{self.count:03d}-{plan.scenario}-{plan.writer}"
         work = self.store.scratch(name)
         run_catalog = self.stack.catalog_for_run(work, f"{self.store.run_id}_{self.count:03d}")
+        reason = writer.supports_catalog(run_catalog.properties)
+        if reason:
+            self.stack.release(run_catalog, keep=False)
+            record.error = f"{plan.writer} does not support this catalog: {reason}"  # stays unsupported
+            return self._finish(record)
         identifier = scenario.table_identifier(run_catalog.namespace)
         try:
             catalog = run_catalog.open()
@@ -170,7 +175,6 @@ class Runner:
         record.memory_timeline = launched.timeline
         record.oom_kills = launched.oom_kills
         record.worker_log = str(log)
-        # The worker's own VmHWM when it lived to report it, else the sampled resident memory.
         record.peak_rss_bytes = max((sample[2] for sample in launched.timeline), default=None)
         if result is not None:
             record.error = result.error
@@ -180,7 +184,8 @@ class Runner:
             record.commit_latencies_s = result.commit_latencies_s
             record.late_early_ratio = late_early_ratio(result.step_latencies_s)
             record.versions = result.versions
-            record.peak_rss_bytes = result.peak_rss_bytes or record.peak_rss_bytes
+            # VmHWM misses children (a JVM); the sampled tree rss misses short spikes: keep the larger.
+            record.peak_rss_bytes = max(result.peak_rss_bytes or 0, record.peak_rss_bytes or 0) or None
         record.status, record.error = self._status(record, launched, result, log)
 
     def _status(

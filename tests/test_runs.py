@@ -15,7 +15,8 @@ def plan(runner, scenario: str, writer: str, sets) -> RunPlan:
     return RunPlan(scenario, writer, "tiny", sets, runner.settings.batch_rows, cap_bytes=1 << 30)
 
 
-@pytest.mark.parametrize("writer", list(writers()))
+# Spark writers start a JVM per run: tests/test_spark.py covers them on every scenario.
+@pytest.mark.parametrize("writer", [name for name, w in writers().items() if "pyspark" not in w.libraries])
 @pytest.mark.parametrize("scenario", list(scenarios()))
 def test_writer_scenario_verdict(runner, tiny_sets, scenario, writer, expected_outcome):
     record = runner.run(plan(runner, scenario, writer, tiny_sets))

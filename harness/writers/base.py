@@ -79,6 +79,11 @@ class Writer(ABC):
         return operation in cls.operations
 
     @classmethod
+    def supports_catalog(cls, catalog_properties: dict[str, str]) -> str | None:
+        """None when this writer can work on the run's catalog, else the reason (recorded as unsupported)."""
+        return None
+
+    @classmethod
     def versions(cls) -> dict[str, str]:
         found = {}
         for library in cls.libraries:

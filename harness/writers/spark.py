@@ -1,0 +1,144 @@
+"""Apache Spark (local[2]) + Iceberg's Spark runtime on the run's own catalog file.
+
+Spark reads the source parquet files itself; each operation is one Spark action and one commit:
+append `writeTo(t).append()`, replace `writeTo(t).overwrite(true)`, upsert `MERGE INTO`.
+`spark-cow` / `spark-mor` first set `write.{merge,update,delete}.mode` with ALTER TABLE, a catalog
+commit of its own (skipped when the table already has them), so they do not claim a single commit.
+pyspark is imported only here, inside methods: the other writers never need it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from harness.source import ParquetSource
+from harness.spark import SPARK_CATALOG, current_cap_bytes, spark_session, spark_supports
+from harness.writers.base import Operation, StepTimer, WriteJob, Writer
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+MODE_PROPERTIES = ("write.merge.mode", "write.update.mode", "write.delete.mode")
+
+
+def quoted(*parts: str) -> str:
+    return ".".join(f"`{part.replace('`', '``')}`" for part in parts)
+
+
+class SparkWriter(Writer):
+    name = "spark"
+    description = "Spark local[2]: writeTo.append / writeTo.overwrite(true) / MERGE INTO (table's own modes)"
+    operations = frozenset(Operation)
+    single_commit = True
+    libraries = ("pyspark", "pyiceberg", "pyarrow")
+    # copy-on-write / merge-on-read for MERGE, UPDATE and DELETE; None: leave the table as it is.
+    row_level_mode: ClassVar[str | None] = None
+
+    @classmethod
+    def supports_catalog(cls, catalog_properties: dict[str, str]) -> str | None:
+        """None when this writer can run on the catalog, else why not (the runner's `unsupported`)."""
+        return spark_supports(catalog_properties)
+
+    def write(self, job: WriteJob, timer: StepTimer) -> None:
+        properties = {key: str(value) for key, value in job.table.catalog.properties.items()}
+        with timer.step():  # JVM start + session: paid once per run, reported as the first step
+            spark = spark_session(properties, current_cap_bytes())
+        try:
+            self._write(spark, job, timer)
+        finally:
+            spark.stop()
+
+    def _write(self, spark: SparkSession, job: WriteJob, timer: StepTimer) -> None:
+        target = quoted(SPARK_CATALOG, *job.table.name())
+        self._set_modes(spark, job, target, timer)
+        with timer.step():  # footers + schema; Spark plans lazily, the work happens in the commit
+            source = self._source(spark, job, target)
+        if job.operation is Operation.APPEND:
+            with timer.commit():
+                source.writeTo(target).append()
+        elif job.operation is Operation.REPLACE:
+            from pyspark.sql import functions as F
+
+            # One overwrite snapshot that deletes every old row, whatever the partitioning.
+            with timer.commit():
+                source.writeTo(target).overwrite(F.lit(True))
+        else:
+            source.createOrReplaceTempView("icebench_source")
+            on = " AND ".join(f"t.{quoted(k)} = s.{quoted(k)}" for k in job.key_columns)
+            with timer.commit():
+                spark.sql(
+                    f"MERGE INTO {target} t USING icebench_source s ON {on} "
+                    "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+                )
+
+    def _set_modes(self, spark: SparkSession, job: WriteJob, target: str, timer: StepTimer) -> None:
+        if self.row_level_mode is None:
+            return
+        current = job.table.metadata.properties
+        if all(current.get(key) == self.row_level_mode for key in MODE_PROPERTIES):
+            return
+        assignments = ", ".join(f"'{key}' = '{self.row_level_mode}'" for key in MODE_PROPERTIES)
+        with timer.commit():  # a real catalog commit (metadata.json) of its own
+            spark.sql(f"ALTER TABLE {target} SET TBLPROPERTIES ({assignments})")
+
+    @staticmethod
+    def _source(spark: SparkSession, job: WriteJob, target: str) -> DataFrame:
+        """The source files as the table's columns and types (a prefix of them when limit_rows is set)."""
+        from pyspark.sql import functions as F
+
+        source = job.source
+        paths = [str(path) for path in source.paths]
+        frame = spark.read.parquet(*paths)
+        if source.limit_rows is not None:
+            frame = _first_rows(spark, source, frame)
+        present = set(frame.columns)
+        columns = []
+        for field in spark.table(target).schema.fields:
+            if field.name not in present:
+                columns.append(F.lit(None).cast(field.dataType).alias(field.name))
+            elif frame.schema[field.name].dataType != field.dataType:
+                columns.append(F.col(field.name).cast(field.dataType).alias(field.name))
+            else:
+                columns.append(F.col(field.name))
+        return frame.select(*columns)
+
+
+def _first_rows(spark: SparkSession, source: ParquetSource, frame: DataFrame) -> DataFrame:
+    """The first `limit_rows` rows in file order, as ParquetSource.batches() yields them."""
+    from pyspark.sql import functions as F
+
+    remaining = source.limit_rows or 0
+    whole, partial = [], None
+    for entry, path in zip(source.manifest.files, source.paths, strict=True):
+        if remaining <= 0:
+            break
+        if entry.rows <= remaining:
+            whole.append(str(path))
+        else:
+            partial = (str(path), remaining)
+        remaining -= entry.rows
+    parts = [spark.read.parquet(*whole)] if whole else []
+    if partial:
+        path, rows = partial
+        head = spark.read.parquet(path).where(F.col("_metadata.row_index") < rows)
+        parts.append(head)
+    if not parts:
+        return frame.limit(0)
+    result = parts[0]
+    for part in parts[1:]:
+        result = result.unionByName(part)
+    return result
+
+
+class SparkCopyOnWrite(SparkWriter):
+    name = "spark-cow"
+    description = "Spark with write.{merge,update,delete}.mode=copy-on-write (ALTER TABLE first: 2 commits)"
+    single_commit = False
+    row_level_mode = "copy-on-write"
+
+
+class SparkMergeOnRead(SparkWriter):
+    name = "spark-mor"
+    description = "Spark with write.{merge,update,delete}.mode=merge-on-read (ALTER TABLE first: 2 commits)"
+    single_commit = False
+    row_level_mode = "merge-on-read"

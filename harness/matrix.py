@@ -50,7 +50,7 @@ class MatrixConfig(BaseModel):
         return MatrixConfig(
             presets=self.presets,
             scenarios=self.scenarios or list(scenarios()),
-            writers=self.writers or list(writers()),
+            writers=self.writers or [name for name, w in writers().items() if w.in_default_matrix],
         )
 
 

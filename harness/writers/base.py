@@ -69,6 +69,8 @@ class Writer(ABC):
     # True when the whole operation lands as one catalog commit (readers never see half of it).
     single_commit: ClassVar[bool]
     libraries: ClassVar[tuple[str, ...]] = ("pyiceberg", "pyarrow")
+    # In the matrix when no writers are named (`make bench`); slow engines opt out.
+    in_default_matrix: ClassVar[bool] = True
 
     @abstractmethod
     def write(self, job: WriteJob, timer: StepTimer) -> None:

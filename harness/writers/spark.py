@@ -31,6 +31,7 @@ class SparkWriter(Writer):
     operations = frozenset(Operation)
     single_commit = True
     libraries = ("pyspark", "pyiceberg", "pyarrow")
+    in_default_matrix = False  # a JVM per run: name them (WRITERS=spark,...) to include them
     # copy-on-write / merge-on-read for MERGE, UPDATE and DELETE; None: leave the table as it is.
     row_level_mode: ClassVar[str | None] = None
 

@@ -12,6 +12,7 @@ from typing import ClassVar
 
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.exceptions import NoSuchNamespaceError
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
 from harness.settings import Settings
@@ -39,7 +40,11 @@ def purge_namespace(run: RunCatalog) -> None:
     """Drops the run's tables and deletes every object under their locations, then the namespace."""
     catalog = run.open()
     try:
-        for identifier in catalog.list_tables(run.namespace):
+        try:
+            identifiers = catalog.list_tables(run.namespace)
+        except NoSuchNamespaceError:  # the run stopped before creating anything
+            return
+        for identifier in identifiers:
             table = catalog.load_table(identifier)
             scheme, netloc, path = PyArrowFileIO.parse_location(table.location())
             filesystem = (

@@ -75,6 +75,7 @@ class Runner:
                 source_dir=plan.sets[scenario.source_set].directory,
                 batch_rows=plan.batch_rows,
                 limit_rows=plan.limit_rows,
+                cap_bytes=plan.cap_bytes,
                 started_marker=work / "worker.started",
                 result_path=work / "worker-result.json",
             )

@@ -33,8 +33,6 @@ JARS = (
 )
 MIN_HEAP = 512 * 2**20
 HEAP_SHARE = 0.6  # of the cap; the rest is JVM off-heap (metaspace, code, threads) and the python worker
-CGROUP_MEMORY = Path("/sys/fs/cgroup/memory")
-NO_LIMIT = 1 << 60
 
 
 class SparkUnsupported(IcebenchError):
@@ -89,26 +87,6 @@ def catalog_conf(catalog_properties: dict[str, str]) -> dict[str, str]:
         # Else Spark keeps serving the table as it first loaded it, blind to pyiceberg's commits.
         f"{prefix}.cache-enabled": "false",
     }
-
-
-def current_cap_bytes() -> int | None:
-    """The memory cap this process runs under: its cgroup v1 limit, else RLIMIT_AS, else None."""
-    limits = []
-    try:
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
-            _, controllers, path = line.split(":", 2)
-            if "memory" in controllers.split(","):
-                limit_file = CGROUP_MEMORY / path.lstrip("/") / "memory.limit_in_bytes"
-                if not limit_file.exists():  # in a container the own cgroup is the root
-                    limit_file = CGROUP_MEMORY / "memory.limit_in_bytes"
-                limits.append(int(limit_file.read_text()))
-    except (OSError, ValueError):
-        pass
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    if soft != resource.RLIM_INFINITY:
-        limits.append(soft)
-    limits = [limit for limit in limits if limit < NO_LIMIT]
-    return min(limits) if limits else None
 
 
 def heap_bytes(cap_bytes: int | None) -> int:

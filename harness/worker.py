@@ -34,6 +34,7 @@ class WorkerSpec(BaseModel):
     source_dir: Path
     batch_rows: int
     limit_rows: int | None = None
+    cap_bytes: int | None = None
     started_marker: Path
     result_path: Path
 
@@ -90,7 +91,7 @@ def run(spec: WorkerSpec) -> WorkerResult:
         result.batches = source.batch_count
         spec.started_marker.touch()
         start = time.perf_counter()
-        writer.write(WriteJob(table, source, spec.operation, spec.key_columns), timer)
+        writer.write(WriteJob(table, source, spec.operation, spec.key_columns, spec.cap_bytes), timer)
         result.write_s = time.perf_counter() - start
     except Exception as exc:
         traceback.print_exc()

@@ -31,6 +31,7 @@ class WriteJob:
     source: ParquetSource
     operation: Operation
     key_columns: list[str]
+    cap_bytes: int | None = None  # the worker's memory cap, for engines that size their own heap
 
 
 @dataclass

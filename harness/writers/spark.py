@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from harness.source import ParquetSource
-from harness.spark import SPARK_CATALOG, current_cap_bytes, spark_session, spark_supports
+from harness.spark import SPARK_CATALOG, spark_session, spark_supports
 from harness.writers.base import Operation, StepTimer, WriteJob, Writer
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class SparkWriter(Writer):
     def write(self, job: WriteJob, timer: StepTimer) -> None:
         properties = {key: str(value) for key, value in job.table.catalog.properties.items()}
         with timer.step():  # JVM start + session: paid once per run, reported as the first step
-            spark = spark_session(properties, current_cap_bytes())
+            spark = spark_session(properties, job.cap_bytes)
         try:
             self._write(spark, job, timer)
         finally:

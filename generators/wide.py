@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from functools import cache
@@ -139,7 +139,9 @@ _GENERATORS: dict[str, ColumnGenerator] = {
 
 
 @dataclass(frozen=True)
-class _BaseFile:
+class BaseFile:
+    """One file of a base set: its keys and its random streams ([seed, index, row group])."""
+
     path: Path
     index: int
     columns: int
@@ -148,17 +150,58 @@ class _BaseFile:
     rows: int
 
 
-def _write_base_file(task: _BaseFile) -> tuple[FileEntry, Checksum]:
+def base_batches(task: BaseFile) -> Iterator[pa.RecordBatch]:
+    """The file's rows, one batch per row group (strings dictionary-encoded, see build_batch)."""
     schema = wide_schema(task.columns)
     group_rows = rows_per_group(task.columns)
+    for group, start in enumerate(range(0, task.rows, group_rows)):
+        rng = np.random.default_rng([task.seed, task.index, group])
+        stop = min(start + group_rows, task.rows)
+        yield build_batch(
+            schema, np.arange(task.first_key + start, task.first_key + stop, dtype=np.int64), rng
+        )
+
+
+def _write_base_file(task: BaseFile) -> tuple[FileEntry, Checksum]:
     checksum = Checksum()
-    with parquet_writer(task.path, schema) as writer:
-        for group, start in enumerate(range(0, task.rows, group_rows)):
-            rng = np.random.default_rng([task.seed, task.index, group])
-            stop = min(start + group_rows, task.rows)
-            ids = np.arange(task.first_key + start, task.first_key + stop, dtype=np.int64)
-            write_row_group(writer, build_batch(schema, ids, rng), checksum)
+    with parquet_writer(task.path, wide_schema(task.columns)) as writer:
+        for batch in base_batches(task):
+            write_row_group(writer, batch, checksum)
     return FileEntry(name=task.path.name, rows=task.rows, bytes=task.path.stat().st_size), checksum
+
+
+def plan_base(out: Path, *, rows: int, columns: int, files: int, seed: int, first_key: int) -> list[BaseFile]:
+    """Checks the arguments, empties `out` and splits the keys into one task per file."""
+    if not 1 <= files <= rows:
+        raise ValueError(f"need 1 <= files <= rows, got files={files}, rows={rows}")
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0, got {seed}")
+    wide_schema(columns)  # validates the column count
+    out = Path(out)
+    prepare_dataset_dir(out)
+    tasks, next_key = [], first_key
+    for index in range(files):
+        file_rows = rows // files + (index < rows % files)
+        tasks.append(BaseFile(out / part_name(index), index, columns, seed, next_key, file_rows))
+        next_key += file_rows
+    return tasks
+
+
+def base_manifest(tasks: list[BaseFile], results: list[tuple[FileEntry, Checksum]]) -> DatasetManifest:
+    """Writes manifest.json for the files of `tasks`, given each file's entry and checksum."""
+    first, rows = tasks[0], sum(task.rows for task in tasks)
+    manifest = DatasetManifest(
+        kind="base",
+        rows=rows,
+        columns=first.columns,
+        seed=first.seed,
+        schema_fields=schema_fields(wide_schema(first.columns)),
+        files=[entry for entry, _ in results],
+        checksum=sum((checksum for _, checksum in results), Checksum()).hex,
+        key_ranges=[(first.first_key, first.first_key + rows - 1)],
+    )
+    manifest.save(first.path.parent)
+    return manifest
 
 
 def generate_base(
@@ -177,28 +220,5 @@ def generate_base(
     Files are written on worker processes (spawned), so a calling script needs the usual
     `if __name__ == "__main__":` guard.
     """
-    if not 1 <= files <= rows:
-        raise ValueError(f"need 1 <= files <= rows, got files={files}, rows={rows}")
-    if seed < 0:
-        raise ValueError(f"seed must be >= 0, got {seed}")
-    schema = wide_schema(columns)
-    out = Path(out)
-    prepare_dataset_dir(out)
-    tasks, next_key = [], first_key
-    for index in range(files):
-        file_rows = rows // files + (index < rows % files)
-        tasks.append(_BaseFile(out / part_name(index), index, columns, seed, next_key, file_rows))
-        next_key += file_rows
-    results = run_tasks(_write_base_file, tasks, workers=workers, progress=progress)
-    manifest = DatasetManifest(
-        kind="base",
-        rows=rows,
-        columns=columns,
-        seed=seed,
-        schema_fields=schema_fields(schema),
-        files=[entry for entry, _ in results],
-        checksum=sum((checksum for _, checksum in results), Checksum()).hex,
-        key_ranges=[(first_key, first_key + rows - 1)],
-    )
-    manifest.save(out)
-    return manifest
+    tasks = plan_base(out, rows=rows, columns=columns, files=files, seed=seed, first_key=first_key)
+    return base_manifest(tasks, run_tasks(_write_base_file, tasks, workers=workers, progress=progress))

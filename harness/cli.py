@@ -13,6 +13,8 @@ from rich.console import Console
 from rich.table import Table
 
 from generators.changes import generate_changes
+from generators.manifest import DatasetManifest
+from generators.on_spark import generate_base_on_spark
 from generators.presets import PRESETS, get_preset
 from generators.wide import generate_base
 from harness.caps import ISOLATIONS, format_size, parse_size, resolve_isolation
@@ -55,6 +57,14 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--isolation", choices=ISOLATIONS)
     parser.add_argument("--stack", help=f"where tables live: {', '.join(stacks())} (default: embedded)")
     parser.add_argument("--batch-rows", type=int, help="rows per batch handed to the writer")
+    parser.add_argument(
+        "--verify-with",
+        choices=("pyiceberg", "spark"),
+        help="engine the oracle reads with besides pyiceberg (spark: must reach the same checksum)",
+    )
+    parser.add_argument(
+        "--spark-master", metavar="URL", help="Spark master, e.g. spark://host:7077 (default local[*])"
+    )
     parser.add_argument("--results", type=Path, help="results root folder (default: results)")
     parser.add_argument(
         "--keep-warehouse",
@@ -82,6 +92,15 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--insert-ratio", type=float, default=0.1)
     gen.add_argument("--evolved", action="store_true", help="change rows carry an extra column")
     gen.add_argument("--out", type=Path, required=True)
+    gen.add_argument(
+        "--engine",
+        choices=("pyarrow", "spark"),
+        default="pyarrow",
+        help="who writes the files (same content)",
+    )
+    gen.add_argument("--spark-master", metavar="URL", help="--engine spark: local[*] (default) or a cluster")
+    gen.add_argument("--memory", help="--engine spark: the driver's memory budget (heap 60%%), e.g. 4g")
+    gen.add_argument("--config", type=Path, help="TOML file with a [settings] table")
 
     run = commands.add_parser("run", help="one scenario x writer run in a memory-capped worker")
     run.add_argument("--scenario", required=True)
@@ -122,6 +141,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         isolation=args.isolation,
         stack=args.stack,
         batch_rows=args.batch_rows,
+        verify_with=args.verify_with,
+        spark_master=args.spark_master,
         results_dir=args.results,
         keep_warehouse=args.keep_warehouse,
     )
@@ -142,25 +163,15 @@ def _session(settings: Settings) -> Iterator[tuple[ResultsStore, Stack]]:
 
 
 def cmd_generate(args: argparse.Namespace) -> None:
-    with generation_progress(console) as progress:
-        if args.changes_of:
-            rows = round(data_set(args.changes_of).manifest.rows * (args.update_ratio + args.insert_ratio))
-            manifest = generate_changes(
-                args.changes_of,
-                args.out,
-                seed=args.seed,
-                update_ratio=args.update_ratio,
-                insert_ratio=args.insert_ratio,
-                evolved=args.evolved,
-                progress=progress("changes", rows),
-            )
-        else:
-            preset = get_preset(args.preset) if args.preset else None
-            rows = args.rows or (preset.rows if preset else None)
-            columns = args.columns or (preset.columns if preset else None)
-            files = args.files or (preset.files if preset else 1)
-            if rows is None or columns is None:
-                raise IcebenchError("generate needs --preset or both --rows and --columns")
+    if args.changes_of:
+        if args.engine != "pyarrow":
+            raise IcebenchError("--engine spark makes base sets; change sets (--changes-of) use pyarrow")
+        manifest = _generate_changes(args)
+    elif args.engine == "spark":
+        manifest = _generate_base_on_spark(args)
+    else:
+        rows, columns, files = _base_shape(args)
+        with generation_progress(console) as progress:
             manifest = generate_base(
                 args.out,
                 rows=rows,
@@ -174,6 +185,48 @@ def cmd_generate(args: argparse.Namespace) -> None:
         f"wrote {manifest.rows} rows x {manifest.columns} columns in {len(manifest.files)} files "
         f"to {args.out} (checksum {manifest.checksum})"
     )
+
+
+def _generate_changes(args: argparse.Namespace) -> DatasetManifest:
+    rows = round(data_set(args.changes_of).manifest.rows * (args.update_ratio + args.insert_ratio))
+    with generation_progress(console) as progress:
+        return generate_changes(
+            args.changes_of,
+            args.out,
+            seed=args.seed,
+            update_ratio=args.update_ratio,
+            insert_ratio=args.insert_ratio,
+            evolved=args.evolved,
+            progress=progress("changes", rows),
+        )
+
+
+def _generate_base_on_spark(args: argparse.Namespace) -> DatasetManifest:
+    rows, columns, files = _base_shape(args)
+    settings = load_settings(args.config, spark_master=args.spark_master, memory=args.memory)
+    master = settings.spark_master
+    with console.status(f"Spark ({master}) writes {rows} rows x {columns} columns in {files} files"):
+        return generate_base_on_spark(
+            args.out,
+            rows=rows,
+            columns=columns,
+            files=files,
+            seed=args.seed,
+            first_key=args.first_key,
+            master=master,
+            cap_bytes=parse_size(settings.memory) if args.memory else None,
+        )
+
+
+def _base_shape(args: argparse.Namespace) -> tuple[int, int, int]:
+    """rows, columns, files from --preset and/or --rows/--columns/--files."""
+    preset = get_preset(args.preset) if args.preset else None
+    rows = args.rows or (preset.rows if preset else None)
+    columns = args.columns or (preset.columns if preset else None)
+    files = args.files or (preset.files if preset else 1)
+    if rows is None or columns is None:
+        raise IcebenchError("generate needs --preset or both --rows and --columns")
+    return rows, columns, files
 
 
 def _run_sets(args: argparse.Namespace, settings: Settings) -> tuple[str, DataSets]:
@@ -228,15 +281,26 @@ def cmd_summary(args: argparse.Namespace) -> None:
 
 
 def cmd_writers(_: argparse.Namespace) -> None:
+    """Operations per writer, and on which stacks it can run (the reasons it cannot, numbered below)."""
     table = Table(title="writers", header_style="bold")
-    for column in ("writer", "append", "replace", "upsert", "commits", "what it does"):
+    operations = ("append", "replace", "upsert")
+    for column in ("writer", *operations, "commits", *stacks(), "what it does"):
         table.add_column(column)
+    reasons: list[str] = []
     for name, writer in writers().items():
-        marks = [
-            "yes" if writer.supports(op) else "[dim]unsupported[/]" for op in ("append", "replace", "upsert")
-        ]
-        table.add_row(name, *marks, "one" if writer.single_commit else "several", writer.description)
+        marks = ["yes" if writer.supports(op) else "[dim]unsupported[/]" for op in operations]
+        on_stacks = []
+        for stack in stacks().values():
+            reason = writer.supports_catalog(stack.catalog_shape)
+            if reason and reason not in reasons:
+                reasons.append(reason)
+            on_stacks.append(f"[dim]no ({reasons.index(reason) + 1})[/]" if reason else "yes")
+        table.add_row(
+            name, *marks, "one" if writer.single_commit else "several", *on_stacks, writer.description
+        )
     console.print(table)
+    for number, reason in enumerate(reasons, 1):
+        console.print(f"({number}) {reason}")
 
 
 def cmd_scenarios(_: argparse.Namespace) -> None:

@@ -53,6 +53,7 @@ class RunRecord(BaseModel):
     oom_kills: int = 0
     versions: dict[str, str] = {}
     verdict: Verdict | None = None
+    verified_with: str = "pyiceberg"  # engine(s) that read the table back: pyiceberg, or spark too
     started_at: str
     worker_log: str | None = None
 

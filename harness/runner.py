@@ -12,6 +12,7 @@ from harness.growth import late_early_ratio
 from harness.launcher import Launch, launch_worker
 from harness.results import ResultsStore, RunRecord, Status, now_iso
 from harness.settings import Settings
+from harness.spark import spark_supports
 from harness.stacks import RunCatalog, Stack, close_catalog
 from harness.worker import WorkerResult, WorkerSpec
 from harness.writers import Writer, get_writer
@@ -61,6 +62,9 @@ class Runner:
             record.error = f"{plan.writer} does not support this catalog: {reason}"  # stays unsupported
             return self._finish(record)
         identifier = scenario.table_identifier(run_catalog.namespace)
+        if self.settings.verify_with == "spark" and (why := spark_supports(run_catalog.properties)):
+            self.stack.release(run_catalog, keep=False)
+            raise IcebenchError(f"--verify-with spark cannot read this stack's tables: {why}")
         try:
             catalog = run_catalog.open()
             before = capture_state(scenario.prepare(catalog, run_catalog.namespace, plan.sets))
@@ -76,6 +80,7 @@ class Runner:
                 batch_rows=plan.batch_rows,
                 limit_rows=plan.limit_rows,
                 cap_bytes=plan.cap_bytes,
+                spark_master=self.settings.spark_master,
                 started_marker=work / "worker.started",
                 result_path=work / "worker-result.json",
             )
@@ -110,6 +115,7 @@ class Runner:
             cap_bytes=plan.cap_bytes,
             isolation=self.isolation if plan.cap_bytes else "none",
             versions=writer.versions(),
+            verified_with=self.settings.verify_with,
             started_at=now_iso(),
         )
 
@@ -133,7 +139,13 @@ class Runner:
         try:
             table = catalog.load_table(identifier)
             record.verdict, metrics = judge(
-                table, expected=expected, error=record.error, before=before, single_commit=single_commit
+                table,
+                expected=expected,
+                error=record.error,
+                before=before,
+                single_commit=single_commit,
+                verify_with=self.settings.verify_with,
+                spark_master=self.settings.spark_master,
             )
         except Exception as exc:  # what a writer left may break the reader too: a verdict, not a crash
             record.verdict = unreadable_verdict(record.error, one_line(exc))

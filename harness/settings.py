@@ -42,6 +42,12 @@ class Settings(BaseSettings):
     timeline_points: int = Field(400, gt=10, description="samples kept per run after downsampling")
     keep_warehouse: bool = Field(False, description="keep each run's warehouse for inspection")
     worker_timeout_s: float = Field(1800.0, gt=0)
+    spark_master: str = Field(
+        "local[*]", description="Spark writers' master: local[*], or a cluster such as spark://host:7077"
+    )
+    verify_with: Literal["pyiceberg", "spark"] = Field(
+        "pyiceberg", description="engine the oracle reads tables with (spark: also checks it agrees)"
+    )
     update_ratio: float = Field(0.2, ge=0, le=1)
     insert_ratio: float = Field(0.1, ge=0, le=10)
 

@@ -1,4 +1,5 @@
-"""A local SparkSession on the run's catalog: Iceberg's JdbcCatalog on pyiceberg's own SQLite file.
+"""SparkSessions for icebench: on the run's catalog (Iceberg's JdbcCatalog on pyiceberg's own
+SQLite file) for the Spark writers and the Spark verifier, or catalog-less for generation.
 
 No Maven here, so `spark.jars` points at the jars `make rest-catalog` already placed in
 compose/rest-catalog/build/lib (Iceberg's Spark runtime + the relocated Jackson it lacks) and
@@ -13,6 +14,7 @@ import atexit
 import os
 import resource
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,12 +48,17 @@ def spark_supports(catalog_properties: dict[str, str]) -> str | None:
     warehouse = catalog_properties.get("warehouse", "")
     if kind != "sql" or not uri.startswith("sqlite:///"):
         return (
-            f"Spark writers need the embedded stack's SQLite catalog, not {kind or 'this'} catalog "
-            f"{uri!r} (the Iceberg runtime jar here lacks shaded httpclient5 >= 5.4 for REST)"
+            f"Spark needs the embedded stack's SQLite catalog, not a {kind or 'non-SQLite'} catalog "
+            "(the Iceberg runtime jar here lacks shaded httpclient5 >= 5.4 for REST)"
         )
     if not warehouse.startswith("file:"):
-        return f"Spark writers need a local warehouse, not {warehouse!r} (no AWS SDK v2 for S3FileIO)"
+        return f"Spark needs a local warehouse, not {warehouse!r} (no AWS SDK v2 for S3FileIO)"
     return None
+
+
+def quoted(*parts: str) -> str:
+    """A Spark SQL identifier, each part back-quoted."""
+    return ".".join(f"`{part.replace('`', '``')}`" for part in parts)
 
 
 def missing_jars() -> list[Path]:
@@ -108,17 +115,26 @@ def _under_rlimit_as() -> bool:
     return soft != resource.RLIM_INFINITY
 
 
-def session_conf(catalog_properties: dict[str, str], cap_bytes: int | None, master: str) -> dict[str, str]:
-    jars = check_jars()
+DEFAULT_MASTER = "local[*]"
+
+
+def session_conf(
+    catalog_properties: dict[str, str] | None, cap_bytes: int | None, master: str = DEFAULT_MASTER
+) -> dict[str, str]:
+    """Spark settings for a driver inside the worker's cap; with the run's Iceberg catalog when given."""
     scratch = Path(tempfile.gettempdir()) / f"icebench-spark-{os.getpid()}"
     extra = {"spark.driver.extraJavaOptions": RLIMIT_JAVA_OPTIONS} if _under_rlimit_as() else {}
+    if catalog_properties is not None:
+        extra |= {
+            "spark.jars": ",".join(str(jar) for jar in check_jars()),
+            "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+            **catalog_conf(catalog_properties),
+        }
     return {
         **extra,
         "spark.master": master,
         "spark.app.name": "icebench",
-        "spark.jars": ",".join(str(jar) for jar in jars),
         "spark.driver.memory": f"{heap_bytes(cap_bytes) // 2**20}m",
-        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": "2",
@@ -129,21 +145,30 @@ def session_conf(catalog_properties: dict[str, str], cap_bytes: int | None, mast
         # Wide tables: dictionary encoding made Spark's parquet writes ~5x slower (FIELD-NOTES).
         "spark.hadoop.parquet.enable.dictionary": "false",
         "spark.sql.parquet.enableVectorizedReader": "true",
-        **catalog_conf(catalog_properties),
+        # Spark 3.5 still writes INT96 by default; Iceberg and pyarrow expect int64 micros.
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     }
 
 
 def spark_session(
-    catalog_properties: dict[str, str], cap_bytes: int | None, master: str = "local[2]"
+    catalog_properties: dict[str, str] | None, cap_bytes: int | None, master: str = DEFAULT_MASTER
 ) -> SparkSession:
-    """A fresh local SparkSession (JVM started as a child of this process) on the run's catalog."""
-    reason = spark_supports(catalog_properties)
-    if reason:
+    """A fresh SparkSession whose driver JVM is a child of this process, on the run's catalog if given.
+
+    `master` is `local[*]` or a cluster URL (`spark://host:7077`); on a cluster the executors run
+    outside this process's memory cap and need the warehouse and source paths at the same place.
+    """
+    if catalog_properties is not None and (reason := spark_supports(catalog_properties)):
         raise SparkUnsupported(reason)
     conf = session_conf(catalog_properties, cap_bytes, master)
     atexit.register(shutil.rmtree, Path(conf["spark.local.dir"]).parent, ignore_errors=True)
     if _under_rlimit_as():
         os.environ.setdefault("MALLOC_ARENA_MAX", "2")  # inherited by the JVM pyspark starts
+    # Python tasks (mapInArrow) run this interpreter, which has pyarrow, numpy and icebench;
+    # pyspark reads only the environment variable, not spark.pyspark.python.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if master.startswith("local"):  # nothing outside this machine talks to a local driver
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder

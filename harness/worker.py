@@ -20,6 +20,7 @@ from pyiceberg.table import Table
 
 from harness.errors import SourceError, one_line
 from harness.source import ParquetSource
+from harness.spark import DEFAULT_MASTER
 from harness.writers import Operation, StepTimer, WriteJob, get_writer
 
 ErrorKind = Literal["bad_input", "memory", "write"]
@@ -35,6 +36,7 @@ class WorkerSpec(BaseModel):
     batch_rows: int
     limit_rows: int | None = None
     cap_bytes: int | None = None
+    spark_master: str = DEFAULT_MASTER
     started_marker: Path
     result_path: Path
 
@@ -91,7 +93,8 @@ def run(spec: WorkerSpec) -> WorkerResult:
         result.batches = source.batch_count
         spec.started_marker.touch()
         start = time.perf_counter()
-        writer.write(WriteJob(table, source, spec.operation, spec.key_columns, spec.cap_bytes), timer)
+        job = WriteJob(table, source, spec.operation, spec.key_columns, spec.cap_bytes, spec.spark_master)
+        writer.write(job, timer)
         result.write_s = time.perf_counter() - start
     except Exception as exc:
         traceback.print_exc()

@@ -1,5 +1,7 @@
 """The oracle: reads a table back (pyiceberg's scan, never the writer's code path) and judges it.
 
+On request (`--verify-with spark`) Spark reads it as well, and must agree with pyiceberg.
+
 Content is compared with what the source manifests promise (rows, key set, order-independent
 checksum of all columns); structure with what the table's own metadata lists.
 """
@@ -21,6 +23,8 @@ from pyiceberg.table import Table
 from generators.checksum import Checksum
 from generators.schema import KEY_COLUMN
 from harness.known_issues import match_known_issue
+from harness.spark import DEFAULT_MASTER
+from harness.spark_read import SparkReadFailed, read_with_spark
 from scenarios.base import Expectation, KeyRanges
 
 
@@ -120,12 +124,19 @@ def judge(
     error: str | None,
     before: TableState,
     single_commit: bool,
+    verify_with: str = "pyiceberg",
+    spark_master: str = DEFAULT_MASTER,
 ) -> tuple[Verdict, dict[str, int]]:
-    """Checks the table against `expected` (the promised result, or the untouched table on error)."""
+    """Checks the table against `expected` (the promised result, or the untouched table on error).
+
+    With `verify_with="spark"` Spark reads the table too and must reach pyiceberg's checksum.
+    """
     after = capture_state(table)
     content = read_content(table)
     metrics = table_metrics(before, after, content)
     checks = _content_checks(content, expected) + _file_checks(table, content)
+    if verify_with == "spark":
+        checks.append(_spark_agrees(table, content, spark_master))
     if error is None:
         checks.append(
             Check(
@@ -216,6 +227,31 @@ def _content_checks(content: TableContent, expected: Expectation) -> list[Check]
             )
         )
     return checks
+
+
+def _spark_agrees(table: Table, content: TableContent, master: str) -> Check:
+    properties = {key: str(value) for key, value in table.catalog.properties.items()}
+    ours = Checksum.from_hex(content.checksum, content.rows)
+    try:
+        theirs = read_with_spark(properties, ".".join(table.name()), master)
+    except SparkReadFailed as exc:
+        return _failed("engines_agree", f"pyiceberg read {ours.rows} rows, but {exc}")
+    return engines_agree("pyiceberg", ours, "spark", theirs)
+
+
+def engines_agree(engine: str, read: Checksum, other_engine: str, other_read: Checksum) -> Check:
+    """Two engines reading one table must see the same rows; the failure names both."""
+    passed = read == other_read
+    return Check(
+        name="engines_agree",
+        passed=passed,
+        expected={"engine": engine, "rows": read.rows, "checksum": read.hex},
+        actual={"engine": other_engine, "rows": other_read.rows, "checksum": other_read.hex},
+        reason=None
+        if passed
+        else f"{engine} reads {read.rows} rows (checksum {read.hex}), "
+        f"{other_engine} reads {other_read.rows} rows (checksum {other_read.hex})",
+    )
 
 
 def _file_checks(table: Table, content: TableContent) -> list[Check]:

@@ -67,6 +67,8 @@ def close_catalog(catalog: Catalog) -> None:
 class Stack(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
+    # The shape of this stack's catalog properties (no secrets), for `icebench writers`.
+    catalog_shape: ClassVar[dict[str, str]]
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings

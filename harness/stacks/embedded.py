@@ -13,6 +13,7 @@ NAMESPACE = "bench"
 class EmbeddedStack(Stack):
     name = "embedded"
     description = "local warehouse + SQLite catalog (pyiceberg SqlCatalog), nothing to start"
+    catalog_shape = {"type": "sql", "uri": "sqlite:////RUN/catalog.db", "warehouse": "file:///RUN"}  # noqa: RUF012
 
     def catalog_for_run(self, work: Path, run_key: str) -> RunCatalog:
         root = (work / "warehouse").resolve()

@@ -13,6 +13,7 @@ class ExternalStack(Stack):
     description = (
         "your REST catalog (catalog_uri, warehouse) and S3 (s3_endpoint); secrets from the environment"
     )
+    catalog_shape = {"type": "rest", "uri": "https://CATALOG", "warehouse": "s3://BUCKET"}  # noqa: RUF012
 
     def catalog_for_run(self, work: Path, run_key: str) -> RunCatalog:
         settings = self.settings

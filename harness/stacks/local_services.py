@@ -20,6 +20,7 @@ from harness.stacks.base import RunCatalog, Stack, namespace_for, purge_namespac
 class LocalServicesStack(Stack):
     name = "local-services"
     description = "S3 (moto) + Iceberg REST catalog (Iceberg Java CatalogHandlers + JdbcCatalog) on loopback"
+    catalog_shape = {"type": "rest", "uri": "http://127.0.0.1:PORT", "warehouse": "s3://BUCKET"}  # noqa: RUF012
 
     endpoint: S3Endpoint
     catalog_uri: str

@@ -15,6 +15,7 @@ import pyarrow as pa
 from pyiceberg.table import Table
 
 from harness.source import ParquetSource
+from harness.spark import DEFAULT_MASTER
 
 
 class Operation(StrEnum):
@@ -32,6 +33,7 @@ class WriteJob:
     operation: Operation
     key_columns: list[str]
     cap_bytes: int | None = None  # the worker's memory cap, for engines that size their own heap
+    spark_master: str = DEFAULT_MASTER  # Spark writers: local[*] or a cluster URL
 
 
 @dataclass

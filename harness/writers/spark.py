@@ -1,7 +1,10 @@
-"""Apache Spark (local[2]) + Iceberg's Spark runtime on the run's own catalog file.
+"""Apache Spark (`local[*]`, or the cluster of `--spark-master`) + Iceberg's Spark runtime on the
+run's own catalog file.
 
 Spark reads the source parquet files itself; each operation is one Spark action and one commit:
 append `writeTo(t).append()`, replace `writeTo(t).overwrite(true)`, upsert `MERGE INTO`.
+The action is split at the new snapshot's `timestamp-ms`, which Iceberg stamps once the data
+files are written and before the catalog swap: the step before it is the write, the rest the commit.
 `spark-cow` / `spark-mor` first set `write.{merge,update,delete}.mode` with ALTER TABLE, a catalog
 commit of its own (skipped when the table already has them), so they do not claim a single commit.
 pyspark is imported only here, inside methods: the other writers never need it.
@@ -9,10 +12,15 @@ pyspark is imported only here, inside methods: the other writers never need it.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, ClassVar
 
+from pyiceberg.table import Table
+
 from harness.source import ParquetSource
-from harness.spark import SPARK_CATALOG, spark_session, spark_supports
+from harness.spark import SPARK_CATALOG, quoted, spark_session, spark_supports
 from harness.writers.base import Operation, StepTimer, WriteJob, Writer
 
 if TYPE_CHECKING:
@@ -21,13 +29,9 @@ if TYPE_CHECKING:
 MODE_PROPERTIES = ("write.merge.mode", "write.update.mode", "write.delete.mode")
 
 
-def quoted(*parts: str) -> str:
-    return ".".join(f"`{part.replace('`', '``')}`" for part in parts)
-
-
 class SparkWriter(Writer):
     name = "spark"
-    description = "Spark local[2]: writeTo.append / writeTo.overwrite(true) / MERGE INTO (table's own modes)"
+    description = "Spark: writeTo.append / writeTo.overwrite(true) / MERGE INTO (table's own modes)"
     operations = frozenset(Operation)
     single_commit = True
     libraries = ("pyspark", "pyiceberg", "pyarrow")
@@ -43,7 +47,7 @@ class SparkWriter(Writer):
     def write(self, job: WriteJob, timer: StepTimer) -> None:
         properties = {key: str(value) for key, value in job.table.catalog.properties.items()}
         with timer.step():  # JVM start + session: paid once per run, reported as the first step
-            spark = spark_session(properties, job.cap_bytes)
+            spark = spark_session(properties, job.cap_bytes, job.spark_master)
         try:
             self._write(spark, job, timer)
         finally:
@@ -54,19 +58,17 @@ class SparkWriter(Writer):
         self._set_modes(spark, job, target, timer)
         with timer.step():  # footers + schema; Spark plans lazily, the work happens in the commit
             source = self._source(spark, job, target)
-        if job.operation is Operation.APPEND:
-            with timer.commit():
+        with snapshot_split(job.table, timer):
+            if job.operation is Operation.APPEND:
                 source.writeTo(target).append()
-        elif job.operation is Operation.REPLACE:
-            from pyspark.sql import functions as F
+            elif job.operation is Operation.REPLACE:
+                from pyspark.sql import functions as F
 
-            # One overwrite snapshot that deletes every old row, whatever the partitioning.
-            with timer.commit():
+                # One overwrite snapshot that deletes every old row, whatever the partitioning.
                 source.writeTo(target).overwrite(F.lit(True))
-        else:
-            source.createOrReplaceTempView("icebench_source")
-            on = " AND ".join(f"t.{quoted(k)} = s.{quoted(k)}" for k in job.key_columns)
-            with timer.commit():
+            else:
+                source.createOrReplaceTempView("icebench_source")
+                on = " AND ".join(f"t.{quoted(k)} = s.{quoted(k)}" for k in job.key_columns)
                 spark.sql(
                     f"MERGE INTO {target} t USING icebench_source s ON {on} "
                     "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
@@ -102,6 +104,22 @@ class SparkWriter(Writer):
             else:
                 columns.append(F.col(field.name))
         return frame.select(*columns)
+
+
+@contextmanager
+def snapshot_split(table: Table, timer: StepTimer) -> Iterator[None]:
+    """Times one Spark action as a step (until the new snapshot's timestamp) plus a commit (after it).
+
+    Both clocks are this machine's: the driver, which commits, runs in this process's JVM.
+    """
+    started = time.time()
+    yield
+    finished = time.time()
+    snapshot = table.refresh().current_snapshot()
+    stamped = snapshot.timestamp_ms / 1000 if snapshot else finished
+    stamped = min(max(stamped, started), finished)  # millisecond stamps may fall just outside
+    timer.steps.append(stamped - started)
+    timer.commits.append(finished - stamped)
 
 
 def _first_rows(spark: SparkSession, source: ParquetSource, frame: DataFrame) -> DataFrame:

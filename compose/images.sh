@@ -6,7 +6,7 @@
 #   icebench/base:bookworm       debootstrap minbase bookworm: python3 (3.11), python3-venv, ca-certificates
 #   icebench/base-java:bookworm  the same + openjdk-17-jre-headless, sqlite-jdbc, slf4j (REST catalog)
 #   compose/worker/wheelhouse/   pip wheel -r requirements.lock (gitignored)
-#   icebench/worker:local        compose/worker/Dockerfile on icebench/base:bookworm
+#   icebench/worker:local        compose/worker/Dockerfile on icebench/base-java:bookworm (Spark too)
 #   icebench/s3:local            moto_server on :9000 (compose/s3/Dockerfile, FROM the worker image)
 #   icebench/rest:local          compose/rest-catalog's server on :8181 (compose/rest/Dockerfile)
 #   icebench/worker:upstream     (only when asked) compose/worker/Dockerfile on python:3.11-slim
@@ -158,12 +158,12 @@ build() { # IMAGE KEY CONTEXT [docker build args...]
   say "$image: built in $(since "$t0")"
 }
 
-worker() {
+worker() { # on the Java base: Spark writers run in the container too
   once worker || return 0
-  base
+  base_java
   wheelhouse
-  build "$WORKER_IMAGE" "$(key_of "$(image_id "$BASE_IMAGE")" "$HERE/worker/Dockerfile" "$ROOT/requirements.lock")" \
-    "$HERE/worker" --build-arg "BASE_IMAGE=$BASE_IMAGE"
+  build "$WORKER_IMAGE" "$(key_of "$(image_id "$JAVA_IMAGE")" "$HERE/worker/Dockerfile" "$ROOT/requirements.lock")" \
+    "$HERE/worker" --build-arg "BASE_IMAGE=$JAVA_IMAGE"
 }
 
 worker_upstream() { # needs python:3.11-slim, i.e. a registry (or a pre-loaded image)

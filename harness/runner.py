@@ -43,6 +43,8 @@ class Runner:
         self.stack = stack
         self.count = 0
         self.isolation = resolve_isolation(settings.isolation)
+        if settings.verify_with == "spark" and (why := spark_supports(stack.catalog_shape)):
+            raise IcebenchError(f"--verify-with spark cannot read {stack.name} tables: {why}")
 
     def run(self, plan: RunPlan) -> RunRecord:
         scenario = get_scenario(plan.scenario)()
@@ -62,9 +64,6 @@ class Runner:
             record.error = f"{plan.writer} does not support this catalog: {reason}"  # stays unsupported
             return self._finish(record)
         identifier = scenario.table_identifier(run_catalog.namespace)
-        if self.settings.verify_with == "spark" and (why := spark_supports(run_catalog.properties)):
-            self.stack.release(run_catalog, keep=False)
-            raise IcebenchError(f"--verify-with spark cannot read this stack's tables: {why}")
         try:
             catalog = run_catalog.open()
             before = capture_state(scenario.prepare(catalog, run_catalog.namespace, plan.sets))

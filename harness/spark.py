@@ -18,6 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlparse
 
 from harness.errors import IcebenchError
 
@@ -150,6 +151,10 @@ def session_conf(
     }
 
 
+def _on_this_machine(master: str) -> bool:
+    return master.startswith("local") or urlparse(master).hostname in ("127.0.0.1", "localhost")
+
+
 def spark_session(
     catalog_properties: dict[str, str] | None, cap_bytes: int | None, master: str = DEFAULT_MASTER
 ) -> SparkSession:
@@ -167,7 +172,7 @@ def spark_session(
     # Python tasks (mapInArrow) run this interpreter, which has pyarrow, numpy and icebench;
     # pyspark reads only the environment variable, not spark.pyspark.python.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    if master.startswith("local"):  # nothing outside this machine talks to a local driver
+    if _on_this_machine(master):  # nothing outside this machine needs to reach the driver
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 

@@ -25,6 +25,9 @@ def test_writers_lists_every_backend_with_its_operations(capsys):
     for name in writers():
         assert name in out
     assert "unsupported" in out
+    spark_row = next(line for line in out.splitlines() if line.startswith("│ spark "))
+    assert spark_row.count("no (1)") == 2, spark_row  # external and local-services; embedded: yes
+    assert "(1) Spark needs the embedded stack's SQLite catalog, not a rest catalog" in out
 
 
 def test_matrix_prints_a_summary_and_writes_runs_and_environment(capsys, settings, tiny_sets):

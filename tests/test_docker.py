@@ -56,3 +56,19 @@ def test_container_over_its_cap_is_an_oom_result(docker_stack, settings):
     assert record.status == "oom", record.error
     assert record.oom_kills >= 1 and "OOM" in record.error
     assert {c.name: c for c in record.verdict.checks}["table_unchanged_after_failure"].passed
+
+
+def test_spark_writer_in_a_container(settings, tiny_sets, tmp_path):
+    """The worker image carries a JRE: Spark's driver JVM runs inside the container's cap."""
+    pytest.importorskip("pyspark")
+    from harness.spark import missing_jars
+    from harness.stacks.embedded import EmbeddedStack
+
+    if missing_jars():
+        pytest.skip("Spark jars missing: run make rest-catalog")
+    docker_settings = settings.model_copy(update={"isolation": "docker", "results_dir": tmp_path})
+    runner = Runner(docker_settings, ResultsStore(tmp_path), EmbeddedStack(docker_settings))
+    record = runner.run(RunPlan("append", "spark", "tiny", tiny_sets, 2_000, 2 << 30))
+    assert (record.isolation, record.status) == ("docker", "ok"), record.error
+    assert record.verdict.passed, [c.reason for c in record.verdict.failed]
+    assert record.peak_memory_bytes > 200 * 2**20  # the JVM is counted

@@ -1,12 +1,24 @@
-"""Spark writers (local[2], Iceberg's JdbcCatalog on the run's SQLite file) on `tiny`, judged by the oracle.
+"""Spark on `tiny`: the writers (Iceberg's JdbcCatalog on the run's SQLite file) judged by the
+oracle, Spark reading pyiceberg's tables (--verify-with spark), Spark generation, and a standalone
+cluster on loopback (--spark-master).
 
 Skipped where pyspark or the jars of `make rest-catalog` are missing. Each run starts its own JVM.
 """
 
+import json
+
 import pytest
 
-from harness.runner import RunPlan
+from generators.checksum import Checksum
+from harness.cli import main
+from harness.errors import IcebenchError
+from harness.results import ResultsStore
+from harness.runner import Runner, RunPlan
 from harness.spark import missing_jars, spark_supports
+from harness.spark_cluster import standalone_cluster
+from harness.stacks.embedded import EmbeddedStack
+from harness.stacks.external import ExternalStack
+from scenarios.oracle import engines_agree
 
 pytest.importorskip("pyspark")
 pytestmark = pytest.mark.skipif(bool(missing_jars()), reason="Spark jars missing: run make rest-catalog")
@@ -55,3 +67,66 @@ def test_spark_append_of_a_row_prefix_takes_the_first_rows_in_file_order(runner,
     assert record.status == "ok", (record.error, failed)
     assert record.verdict.passed, failed
     assert record.rows == 7_321
+
+
+def _passed(record):
+    failed = [f"{c.name}: {c.reason}" for c in record.verdict.failed] if record.verdict else []
+    assert record.status == "ok", (record.error, failed)
+    assert record.verdict.passed, failed
+
+
+def test_spark_verifies_a_pyiceberg_table(settings, tiny_sets):
+    """Spark reads what pyiceberg wrote (an upsert: overwrite + append) and reaches its checksum."""
+    spark_settings = settings.model_copy(update={"verify_with": "spark"})
+    runner = Runner(spark_settings, ResultsStore(settings.results_dir), EmbeddedStack(spark_settings))
+    record = runner.run(RunPlan("upsert", "pyiceberg-table", "tiny", tiny_sets, 2_000, cap_bytes=1 << 30))
+    _passed(record)
+    agree = next(check for check in record.verdict.checks if check.name == "engines_agree")
+    assert agree.passed and agree.actual["engine"] == "spark"
+    assert agree.actual["checksum"] == tiny_sets["changes"].manifest.expected_after_upsert.checksum
+    assert record.verified_with == "spark"
+
+
+def test_engines_that_disagree_fail_a_check_naming_both():
+    check = engines_agree("pyiceberg", Checksum(rows=10, value=1), "spark", Checksum(rows=9, value=2))
+    assert not check.passed
+    assert "pyiceberg reads 10 rows" in check.reason and "spark reads 9 rows" in check.reason
+    assert engines_agree("pyiceberg", Checksum(10, 1), "spark", Checksum(10, 1)).passed
+
+
+def test_verify_with_spark_refuses_stacks_spark_cannot_read(settings):
+    rest = settings.model_copy(update={"verify_with": "spark", "catalog_uri": "http://127.0.0.1:9"})
+    with pytest.raises(IcebenchError, match="--verify-with spark cannot read external tables"):
+        Runner(rest, ResultsStore(settings.results_dir), ExternalStack(rest))
+
+
+def test_generate_on_spark_gives_the_pyarrow_sets_rows(tmp_path, capsys):
+    shape = ["--rows", "6000", "--columns", "23", "--files", "3", "--seed", "5", "--first-key", "100"]
+    assert main(["generate", *shape, "--out", str(tmp_path / "pyarrow")]) == 0
+    assert main(["generate", *shape, "--out", str(tmp_path / "spark"), "--engine", "spark"]) == 0
+    ours, spark = (json.loads((tmp_path / n / "manifest.json").read_text()) for n in ("pyarrow", "spark"))
+    assert [f["name"] for f in spark.pop("files")] == [f["name"] for f in ours.pop("files")]
+    assert spark == ours  # same checksum, key ranges, schema, rows; only the bytes differ
+    assert sorted(p.name for p in (tmp_path / "spark").iterdir()) == [
+        "manifest.json", "part-00000.parquet", "part-00001.parquet", "part-00002.parquet"
+    ]  # fmt: skip
+    assert main(["generate", "--changes-of", str(tmp_path / "spark"), "--out", str(tmp_path / "c"),
+                 "--engine", "spark"]) == 2  # fmt: skip
+    assert "change sets (--changes-of) use pyarrow" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def spark_cluster(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("spark-cluster")
+    with standalone_cluster(folder, cores=2, memory="2g") as url:
+        yield url, folder
+
+
+def test_spark_writer_on_a_standalone_cluster(settings, tiny_sets, spark_cluster):
+    """--spark-master: the driver stays in the capped worker, the executors run on the cluster."""
+    url, folder = spark_cluster
+    on_cluster = settings.model_copy(update={"spark_master": url})
+    runner = Runner(on_cluster, ResultsStore(settings.results_dir), EmbeddedStack(on_cluster))
+    record = runner.run(RunPlan("upsert", "spark", "tiny", tiny_sets, 2_000, cap_bytes=SPARK_CAP))
+    _passed(record)
+    assert list(folder.glob("spark-work/app-*/*/stderr")), "no executor ran on the cluster's worker"

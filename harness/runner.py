@@ -191,10 +191,11 @@ class Runner:
         if result is not None:
             record.error = result.error
             record.write_s = result.write_s
-            record.batches = result.batches
             record.step_latencies_s = result.step_latencies_s
             record.commit_latencies_s = result.commit_latencies_s
-            record.late_early_ratio = late_early_ratio(result.step_latencies_s)
+            if get_writer(record.writer).consumes_batches:
+                record.batches = result.batches
+                record.late_early_ratio = late_early_ratio(result.step_latencies_s)
             record.versions = result.versions
             # VmHWM misses children (a JVM); the sampled tree rss misses short spikes: keep the larger.
             record.peak_rss_bytes = max(result.peak_rss_bytes or 0, record.peak_rss_bytes or 0) or None

@@ -74,6 +74,9 @@ class Writer(ABC):
     libraries: ClassVar[tuple[str, ...]] = ("pyiceberg", "pyarrow")
     # In the matrix when no writers are named (`make bench`); slow engines opt out.
     in_default_matrix: ClassVar[bool] = True
+    # False for engines that read the source themselves: their steps are phases, not batches,
+    # so batch counts and the late/early ratio do not apply.
+    consumes_batches: ClassVar[bool] = True
 
     @abstractmethod
     def write(self, job: WriteJob, timer: StepTimer) -> None:

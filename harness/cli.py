@@ -33,6 +33,10 @@ from harness.runner import Runner, RunPlan
 from harness.settings import Settings, load_settings
 from harness.stacks import Stack, get_stack, stacks, started
 from harness.writers import get_writer, writers
+from reports.baseline import baseline_of, build_baseline, load_baseline, newest_results_folder, save_baseline
+from reports.compare import compare, comparison_markdown, comparison_tables, version_changes
+from reports.gate import GateFailed, gate, load_thresholds, regressions_markdown, regressions_table
+from reports.report import Report, write_report
 from reports.summary import scale_table, summary_markdown, summary_table
 from scenarios import get_scenario, scenarios
 from scenarios.base import DataSets
@@ -57,6 +61,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--isolation", choices=ISOLATIONS)
     parser.add_argument("--stack", help=f"where tables live: {', '.join(stacks())} (default: embedded)")
     parser.add_argument("--batch-rows", type=int, help="rows per batch handed to the writer")
+    parser.add_argument(
+        "--profile", choices=("memray",), help="record worker allocations; the report links a flame graph"
+    )
     parser.add_argument(
         "--verify-with",
         choices=("pyiceberg", "spark"),
@@ -110,6 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--base", type=Path, help="generated set the table holds before (replace, upsert)")
     _common(run)
 
+    report = commands.add_parser("report", help="report.html + report.md with plots, next to the results")
+    report.add_argument("results_dir", type=Path, nargs="?", metavar="RESULTS_DIR", help="default: newest")
+    report.add_argument("--config", type=Path, help="TOML file with [settings] (results_dir)")
+
     summary = commands.add_parser("summary", help="print the summary table of a results folder")
     summary.add_argument("results_dir", type=Path, metavar="RESULTS_DIR")
     summary.add_argument("--markdown", action="store_true", help="a Markdown table instead")
@@ -121,16 +132,46 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.add_argument("--preset", help="comma-separated presets (default: small)")
     matrix.add_argument("--scenarios", help="comma-separated scenario names (default: all)")
     matrix.add_argument("--writers", help="comma-separated writer names (default: all)")
+    matrix.add_argument("--repeat", type=int, help="runs of each pair, for medians (default: 1)")
+    matrix.add_argument(
+        "--scale", metavar="WRITERS", help="then the batch-count scale of these writers (append)"
+    )
+    matrix.add_argument("--report", action="store_true", help="end by writing report.html / report.md")
     _common(matrix)
 
     scale = commands.add_parser(
         "scale", help="commit-cost growth: the same batch size at several batch counts"
     )
-    scale.add_argument("--writer", required=True)
+    scale.add_argument("--writer", required=True, help="a writer, or several comma-separated")
     scale.add_argument("--scenario", default="append")
     scale.add_argument("--preset", default="small")
     scale.add_argument("--batches", type=_comma_ints, default=[50, 100, 200, 400])
+    scale.add_argument("--report", action="store_true", help="end by writing report.html / report.md")
     _common(scale)
+
+    baseline = commands.add_parser("baseline", help="results folders as a baseline to gate against")
+    baseline_actions = baseline.add_subparsers(dest="baseline_action", required=True)
+    save = baseline_actions.add_parser("save", help="write the baseline of results folders as JSON")
+    save.add_argument("results_dirs", type=Path, nargs="+", metavar="RESULTS_DIR")
+    save.add_argument("--out", type=Path, default=Path("baseline.json"), help="default: baseline.json")
+
+    comparison = commands.add_parser("compare", help="ratios current / base per metric per run key")
+    comparison.add_argument("base", type=Path, metavar="BASE", help="a results folder or a baseline file")
+    comparison.add_argument("current", type=Path, metavar="CUR", help="a results folder or a baseline file")
+    comparison.add_argument("--markdown", action="store_true", help="Markdown tables instead")
+
+    gate_parser = commands.add_parser("gate", help="exit 1 when results regressed against a baseline")
+    gate_parser.add_argument(
+        "results_dirs",
+        type=Path,
+        nargs="*",
+        metavar="RESULTS_DIR",
+        help="default: the newest folder under the results root",
+    )
+    gate_parser.add_argument("--baseline", type=Path, required=True, help="a file `baseline save` wrote")
+    gate_parser.add_argument("--config", type=Path, help="TOML file with a [gate] table of thresholds")
+    gate_parser.add_argument("--results", type=Path, help="results root folder (default: results)")
+    gate_parser.add_argument("--markdown", action="store_true", help="a Markdown table instead")
     return parser
 
 
@@ -142,6 +183,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         stack=args.stack,
         batch_rows=args.batch_rows,
         verify_with=args.verify_with,
+        profile=args.profile,
         spark_master=args.spark_master,
         results_dir=args.results,
         keep_warehouse=args.keep_warehouse,
@@ -317,38 +359,101 @@ def cmd_matrix(args: argparse.Namespace) -> None:
     config = load_matrix_config(args.config)
     overrides = {
         k: v
-        for k, v in (("presets", args.preset), ("scenarios", args.scenarios), ("writers", args.writers))
+        for k, v in (
+            ("presets", args.preset),
+            ("scenarios", args.scenarios),
+            ("writers", args.writers),
+            ("repeat", args.repeat),
+            ("scale_writers", args.scale),
+        )
         if v
     }
     config = MatrixConfig.model_validate({**config.model_dump(), **overrides}).resolved()
     console.print(
         f"icebench matrix: {len(config.scenarios)} scenarios x {len(config.writers)} writers x "
-        f"presets {', '.join(config.presets)}, cap {format_size(parse_size(settings.memory))} "
+        f"presets {', '.join(config.presets)}, {config.repeat}x each, "
+        f"cap {format_size(parse_size(settings.memory))} "
         f"({resolve_isolation(settings.isolation)}), stack {settings.stack}"
     )
     with _session(settings) as (store, stack):
         run_matrix(settings, config, store, stack, console)
     console.print(f"results: {store.runs_path}")
+    if args.report:
+        _print_report(write_report(store.folder))
+
+
+def cmd_report(args: argparse.Namespace) -> None:
+    folder = args.results_dir or newest_results_folder(load_settings(args.config).results_dir)
+    _print_report(write_report(folder))
+
+
+def _print_report(report: Report) -> None:
+    console.print(f"report: {report.html}  ({len(report.plots)} plots; Markdown: {report.markdown})")
 
 
 def cmd_scale(args: argparse.Namespace) -> None:
     settings = _settings(args)
-    get_writer(args.writer)
+    names = [name.strip() for name in args.writer.split(",") if name.strip()]
+    for name in names:
+        get_writer(name)
     get_scenario(args.scenario)
     with _session(settings) as (store, stack):
-        result = run_scale(
-            settings,
-            writer=args.writer,
-            scenario=args.scenario,
-            preset=args.preset,
-            batch_counts=args.batches,
-            batch_rows=args.batch_rows,
-            store=store,
-            stack=stack,
-            console=console,
-        )
-    console.print(scale_table(result))
+        for name in names:
+            result = run_scale(
+                settings,
+                writer=name,
+                scenario=args.scenario,
+                preset=args.preset,
+                batch_counts=args.batches,
+                batch_rows=args.batch_rows,
+                store=store,
+                stack=stack,
+                console=console,
+            )
+            console.print(scale_table(result))
     console.print(f"results: {store.folder}")
+    if args.report:
+        _print_report(write_report(store.folder))
+
+
+def cmd_baseline(args: argparse.Namespace) -> None:
+    """`baseline save`, its only action so far."""
+    baseline = save_baseline(args.results_dirs, args.out)
+    console.print(
+        f"baseline of {len(baseline.runs)} run keys and {len(baseline.scales)} scale fits "
+        f"from {', '.join(baseline.sources)}: {args.out}"
+    )
+
+
+def cmd_compare(args: argparse.Namespace) -> None:
+    base, current = baseline_of(args.base), baseline_of(args.current)
+    rows = compare(base, current)
+    if args.markdown:
+        print(comparison_markdown(rows))
+    else:
+        for table in comparison_tables(rows, title=f"{args.base} → {args.current}"):
+            console.print(table)
+    for change in version_changes(base, current):
+        console.print(f"version changed: {change}")
+
+
+def cmd_gate(args: argparse.Namespace) -> None:
+    """Exit 1 with a table of what regressed; 2 (via IcebenchError) for bad input."""
+    baseline = load_baseline(args.baseline)  # first: a missing baseline is bad input, nothing ran
+    thresholds = load_thresholds(args.config)
+    folders = args.results_dirs or [
+        newest_results_folder(load_settings(args.config, results_dir=args.results).results_dir)
+    ]
+    regressions = gate(baseline, build_baseline(folders), thresholds)
+    against = f"{', '.join(str(f) for f in folders)} against {args.baseline}"
+    if not regressions:
+        console.print(f"gate passed: {against}, no regressions ({thresholds.model_dump()})")
+        return
+    if args.markdown:
+        print(regressions_markdown(regressions))
+    else:
+        console.print(regressions_table(regressions, title=f"regressions: {against}"))
+    raise GateFailed(f"gate failed: {len(regressions)} regressions, {against}")
 
 
 COMMANDS = {
@@ -356,9 +461,13 @@ COMMANDS = {
     "run": cmd_run,
     "summary": cmd_summary,
     "writers": cmd_writers,
+    "report": cmd_report,
     "scenarios": cmd_scenarios,
     "matrix": cmd_matrix,
     "scale": cmd_scale,
+    "baseline": cmd_baseline,
+    "compare": cmd_compare,
+    "gate": cmd_gate,
 }
 
 

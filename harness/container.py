@@ -67,6 +67,7 @@ def launch_container(
     timeout_s: float,
     sample_interval_s: float,
     timeline_points: int,
+    python_arguments: list[str],
 ) -> Launch:
     client = docker_client()
     # Same paths inside as outside, so the spec's paths hold in both.
@@ -75,7 +76,7 @@ def launch_container(
     environment = {k: v for k, v in os.environ.items() if k.startswith(PASSED_PREFIXES)}
     container = client.containers.create(
         image,
-        ["python", "-m", "harness.worker", str(spec_path)],
+        ["python", *python_arguments, str(spec_path)],
         environment={**environment, "PYTHONPATH": str(REPO_ROOT)},
         volumes=volumes,
         working_dir=str(REPO_ROOT),

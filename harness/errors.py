@@ -1,5 +1,7 @@
 """User-facing errors: one line that names the culprit, then a non-zero exit."""
 
+from pydantic import ValidationError
+
 
 class IcebenchError(Exception):
     """Bad input or an impossible request; the CLI prints it as one line and exits 2."""
@@ -21,3 +23,12 @@ def one_line(exc: BaseException) -> str:
     if isinstance(exc, IcebenchError):
         return first_line(exc)
     return f"{type(exc).__name__}: {first_line(exc)}" if str(exc).strip() else type(exc).__name__
+
+
+def first_error(exc: Exception) -> str:
+    """The first complaint of a validation error (where: what), or the first line of any other."""
+    if isinstance(exc, ValidationError) and exc.errors():
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        return f"{where}: {error['msg']}" if where else error["msg"]
+    return first_line(exc)

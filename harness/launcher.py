@@ -108,9 +108,10 @@ def launch_worker(
     timeout_s: float,
     sample_interval_s: float,
     timeline_points: int,
+    python_arguments: list[str],
 ) -> Launch:
     """The worker as a child process in its own process group, moved into the cap before exec."""
-    command = [*cap.launch_prefix(), sys.executable, "-m", "harness.worker", str(spec_path)]
+    command = [*cap.launch_prefix(), sys.executable, *python_arguments, str(spec_path)]
     with log_path.open("ab") as log:
         start = time.perf_counter()
         process = subprocess.Popen(

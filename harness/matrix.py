@@ -21,7 +21,7 @@ from harness.settings import Settings, read_toml
 from harness.source import ParquetSource
 from harness.stacks import Stack
 from harness.writers import get_writer, writers
-from reports.summary import summary_table
+from reports.summary import scale_table, summary_table
 from scenarios import get_scenario, scenarios
 from scenarios.base import DataSets
 
@@ -33,8 +33,13 @@ class MatrixConfig(BaseModel):
     presets: list[str] = Field(default_factory=lambda: ["small"])
     scenarios: list[str] = Field(default_factory=list)
     writers: list[str] = Field(default_factory=list)
+    repeat: int = Field(1, ge=1, description="runs of each pair; gates compare medians")
+    # After the matrix, in the same results folder: the batch-count scale of these writers (append).
+    scale_writers: list[str] = Field(default_factory=list)
+    scale_batches: list[int] = Field(default_factory=lambda: [50, 100, 200])
+    scale_batch_rows: int = Field(500, ge=1, description="at most; fewer when the preset is too small")
 
-    @field_validator("presets", "scenarios", "writers", mode="before")
+    @field_validator("presets", "scenarios", "writers", "scale_writers", mode="before")
     @classmethod
     def _split(cls, value: object) -> object:
         return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
@@ -45,9 +50,13 @@ class MatrixConfig(BaseModel):
             get_preset(name)
         for name in self.scenarios:
             get_scenario(name)
-        for name in self.writers:
+        for name in [*self.writers, *self.scale_writers]:
             get_writer(name)
         return MatrixConfig(
+            repeat=self.repeat,
+            scale_writers=self.scale_writers,
+            scale_batches=self.scale_batches,
+            scale_batch_rows=self.scale_batch_rows,
             presets=self.presets,
             scenarios=self.scenarios or list(scenarios()),
             writers=self.writers or [name for name, w in writers().items() if w.in_default_matrix],
@@ -95,8 +104,9 @@ def run_matrix(
     records: list[RunRecord] = []
     for preset in config.presets:
         sets = prepare_data(settings, preset, needed, console)
-        plans = [
-            RunPlan(scenario, writer, preset, sets, settings.batch_rows, cap)
+        plans = [  # whole rounds one after the other, so slow spells spread over every pair
+            RunPlan(scenario, writer, preset, sets, settings.batch_rows, cap, repeat=repeat)
+            for repeat in range(config.repeat)
             for scenario in config.scenarios
             for writer in config.writers
         ]
@@ -111,6 +121,21 @@ def run_matrix(
                 )
                 progress.advance(task)
     console.print(summary_table(records, title=f"icebench matrix {store.run_id}"))
+    for writer in config.scale_writers:
+        preset = config.presets[0]
+        rows = prepare_data(settings, preset, ["base"], console)["base"].manifest.rows
+        result = run_scale(
+            settings,
+            writer=writer,
+            scenario="append",
+            preset=preset,
+            batch_counts=config.scale_batches,
+            batch_rows=min(config.scale_batch_rows, rows // max(config.scale_batches)),
+            store=store,
+            stack=stack,
+            console=console,
+        )
+        console.print(scale_table(result))
     return records
 
 

@@ -9,13 +9,15 @@ import secrets
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import psutil
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
+from harness.errors import IcebenchError, first_error
 from scenarios.oracle import Verdict
 
+Line = TypeVar("Line", bound=BaseModel)
 Status = Literal["ok", "oom", "error", "unsupported"]
 LIBRARIES = ("icebench", "pyiceberg", "pyarrow", "numpy", "sqlalchemy")
 
@@ -27,11 +29,13 @@ class RunRecord(BaseModel):
     scenario: str
     writer: str
     preset: str
+    repeat: int = 0  # 0, 1, ... for repeated runs of one pair (matrix --repeat)
     stack: str
     operation: str
     status: Status
     error: str | None = None
     rows: int | None = None
+    limit_rows: int | None = None  # set on the points of a scale run: a prefix of the source
     columns: int | None = None
     batch_rows: int
     batches: int | None = None
@@ -56,6 +60,7 @@ class RunRecord(BaseModel):
     verified_with: str = "pyiceberg"  # engine(s) that read the table back: pyiceberg, or spark too
     started_at: str
     worker_log: str | None = None
+    profile_flamegraph: str | None = None  # --profile memray: flame graph HTML at peak memory
 
 
 class ScalePoint(BaseModel):
@@ -135,10 +140,9 @@ class ResultsStore:
 
 
 def read_runs(path: Path) -> list[RunRecord]:
+    """The records of runs.jsonl (a folder or the file); IcebenchError names a corrupt file."""
     runs_path = path / "runs.jsonl" if path.is_dir() else path
-    return [
-        RunRecord.model_validate_json(line) for line in runs_path.read_text().splitlines() if line.strip()
-    ]
+    return _read_lines(runs_path, RunRecord)
 
 
 def now_iso() -> str:
@@ -147,5 +151,21 @@ def now_iso() -> str:
 
 def read_scales(folder: Path) -> list[ScaleResult]:
     path = folder / "scale.jsonl"
-    lines = path.read_text().splitlines() if path.is_file() else []
-    return [ScaleResult.model_validate_json(line) for line in lines if line.strip()]
+    return _read_lines(path, ScaleResult) if path.is_file() else []
+
+
+def _read_lines(path: Path, model: type[Line]) -> list[Line]:
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise IcebenchError(f"results file {path} is unreadable: {exc}") from None
+    parsed = []
+    for number, line in enumerate(lines, 1):
+        if line.strip():
+            try:
+                parsed.append(model.model_validate_json(line))
+            except ValidationError as exc:
+                raise IcebenchError(
+                    f"results file {path} is corrupt: line {number}: {first_error(exc)}"
+                ) from None
+    return parsed

@@ -10,6 +10,7 @@ from harness.container import launch_container
 from harness.errors import IcebenchError, one_line
 from harness.growth import late_early_ratio
 from harness.launcher import Launch, launch_worker
+from harness.profiling import render_flamegraph, worker_arguments
 from harness.results import ResultsStore, RunRecord, Status, now_iso
 from harness.settings import Settings
 from harness.spark import spark_supports
@@ -30,6 +31,7 @@ class RunPlan:
     batch_rows: int
     cap_bytes: int | None
     limit_rows: int | None = None
+    repeat: int = 0  # which repetition of the same pair (matrix --repeat)
 
 
 class WorkerCouldNotStart(IcebenchError):
@@ -85,6 +87,8 @@ class Runner:
             )
             launched, result = self._launch(spec, work, plan.cap_bytes)
             self._apply(record, launched, result, work / "worker.log")
+            if self.settings.profile == "memray" and (flamegraph := render_flamegraph(work)):
+                record.profile_flamegraph = str(flamegraph)
             if record.status == "oom" and not spec.started_marker.exists():
                 raise WorkerCouldNotStart(
                     f"memory cap {format_size(plan.cap_bytes)} is too small for the worker to start "
@@ -105,10 +109,12 @@ class Runner:
             scenario=plan.scenario,
             writer=plan.writer,
             preset=plan.preset,
+            repeat=plan.repeat,
             stack=self.stack.name,
             operation=scenario.operation,
             status="unsupported",
             rows=min(source.rows, plan.limit_rows or source.rows),
+            limit_rows=plan.limit_rows,
             columns=len(source.schema_fields),
             batch_rows=plan.batch_rows,
             cap_bytes=plan.cap_bytes,
@@ -164,6 +170,7 @@ class Runner:
             "timeout_s": self.settings.worker_timeout_s,
             "sample_interval_s": self.settings.sample_interval_s,
             "timeline_points": self.settings.timeline_points,
+            "python_arguments": worker_arguments(self.settings.profile, work),
         }
         try:
             if isinstance(cap, CgroupCap) and self.isolation == "docker":

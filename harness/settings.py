@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     verify_with: Literal["pyiceberg", "spark"] = Field(
         "pyiceberg", description="engine the oracle reads tables with (spark: also checks it agrees)"
     )
+    profile: Literal["memray"] | None = Field(
+        None, description="record the worker's allocations (memray, native frames) and a flame graph"
+    )
     update_ratio: float = Field(0.2, ge=0, le=1)
     insert_ratio: float = Field(0.1, ge=0, le=10)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 from rich.table import Table
 
@@ -24,11 +24,11 @@ def verdict_text(record: RunRecord, markup: bool = True) -> str:
     return f"{failed_word} {names}{more}"
 
 
-def _number(value: float | None, digits: int = 2) -> str:
+def number_text(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _count(value: int | None) -> str:
+def count_text(value: int | None) -> str:
     return "-" if value is None else str(value)
 
 
@@ -43,12 +43,12 @@ COLUMNS: list[tuple[str, bool, Callable[[RunRecord], str]]] = [
     ("status", False, lambda r: r.status),
     ("peak mem", True, lambda r: format_size(r.peak_memory_bytes)),
     ("peak rss", True, lambda r: format_size(r.peak_rss_bytes)),
-    ("wall s", True, lambda r: _number(r.wall_s, 1)),
-    ("write s", True, lambda r: _number(r.write_s, 1)),
-    ("batches", True, lambda r: _count(r.batches)),
-    ("late/early", True, lambda r: _number(r.late_early_ratio)),
-    ("snapshots", True, lambda r: _count(r.snapshots_added)),
-    ("data files", True, lambda r: _count(r.data_files)),
+    ("wall s", True, lambda r: number_text(r.wall_s, 1)),
+    ("write s", True, lambda r: number_text(r.write_s, 1)),
+    ("batches", True, lambda r: count_text(r.batches)),
+    ("late/early", True, lambda r: number_text(r.late_early_ratio)),
+    ("snapshots", True, lambda r: count_text(r.snapshots_added)),
+    ("data files", True, lambda r: count_text(r.data_files)),
     ("metadata files / bytes", True, _metadata),
 ]
 
@@ -65,35 +65,73 @@ def summary_table(records: Iterable[RunRecord], title: str = "icebench") -> Tabl
     return table
 
 
-def summary_markdown(records: Iterable[RunRecord]) -> str:
+def summary_rows(records: Iterable[RunRecord]) -> tuple[list[str], list[list[str]], set[int]]:
+    """Headers, plain-text cells and the right-aligned (numeric) columns, for Markdown and HTML."""
     headers = [header for header, _, _ in COLUMNS] + ["verdict"]
-    lines = [
-        "| " + " | ".join(headers) + " |",
-        "|" + "|".join("---:" if right else "---" for _, right, _ in COLUMNS) + "|---|",
+    rows = [[cell(r) for _, _, cell in COLUMNS] + [verdict_text(r, markup=False)] for r in records]
+    return headers, rows, {index for index, (_, right, _) in enumerate(COLUMNS) if right}
+
+
+def markdown_table(
+    headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: Collection[int] = ()
+) -> str:
+    """A Markdown table whose `numeric` columns (by index) are right-aligned; `|` in cells escaped."""
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+    alignment = "|" + "|".join("---:" if i in numeric else "---" for i in range(len(headers))) + "|"
+    return "\n".join([line(headers), alignment, *(line(row) for row in rows)])
+
+
+def summary_markdown(records: Iterable[RunRecord]) -> str:
+    return markdown_table(*summary_rows(records))
+
+
+def failed_check_rows(records: Iterable[RunRecord]) -> list[list[str]]:
+    """scenario, writer, preset, check, reason, upstream: every failed correctness check."""
+    return [
+        [r.scenario, r.writer, r.preset, check.name, check.reason or "", check.upstream or ""]
+        for r in records
+        if r.verdict
+        for check in r.verdict.failed
     ]
-    for r in records:
-        cells = [cell(r) for _, _, cell in COLUMNS] + [verdict_text(r, markup=False)]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
 
 
-def scale_table(result: ScaleResult) -> Table:
+FAILED_CHECK_HEADERS = ["scenario", "writer", "preset", "check", "reason", "upstream"]
+
+
+def scale_rows(result: ScaleResult) -> tuple[list[str], list[list[str]], set[int]]:
+    headers = ["batches", "status", "write s", "late/early", "peak mem", "peak rss"]
+    rows = [
+        [
+            str(p.batches),
+            p.status,
+            number_text(p.write_s),
+            number_text(p.late_early_ratio),
+            format_size(p.peak_memory_bytes),
+            format_size(p.peak_rss_bytes),
+        ]
+        for p in result.points
+    ]
+    return headers, rows, {0, 2, 3, 4, 5}
+
+
+def scale_title(result: ScaleResult) -> str:
     title = f"scale {result.writer} / {result.scenario} / {result.preset}, {result.batch_rows} rows per batch"
     if result.growth_exponent is not None and result.tail_exponent is not None:
         title += (
-            f"\ngrowth_exponent {result.growth_exponent:.2f} ({result.growth_class}), "
+            f"; growth_exponent {result.growth_exponent:.2f} ({result.growth_class}), "
             f"tail exponent {result.tail_exponent:.2f}"
         )
-    table = Table(title=title, header_style="bold")
-    for column in ("batches", "status", "write s", "late/early", "peak mem", "peak rss"):
+    return title
+
+
+def scale_table(result: ScaleResult) -> Table:
+    table = Table(title=scale_title(result).replace("; ", "\n"), header_style="bold")
+    headers, rows, _ = scale_rows(result)
+    for column in headers:
         table.add_column(column, justify="right")
-    for p in result.points:
-        table.add_row(
-            str(p.batches),
-            p.status,
-            _number(p.write_s),
-            _number(p.late_early_ratio),
-            format_size(p.peak_memory_bytes),
-            format_size(p.peak_rss_bytes),
-        )
+    for row in rows:
+        table.add_row(*row)
     return table

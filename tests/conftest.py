@@ -40,6 +40,14 @@ def tiny_sets(settings: Settings) -> DataSets:
 
 
 @pytest.fixture
+def cli_settings(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """Commands run through harness.cli.main use the session's data cache and results root."""
+    monkeypatch.setenv("ICEBENCH_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("ICEBENCH_RESULTS_DIR", str(settings.results_dir))
+    return settings
+
+
+@pytest.fixture
 def runner(settings: Settings) -> Runner:
     return Runner(settings, ResultsStore(settings.results_dir), EmbeddedStack(settings))
 

@@ -7,16 +7,9 @@ import pytest
 from harness.cli import main
 from harness.results import read_runs
 from harness.writers import writers
+from reports.baseline import newest_results_folder
 
-
-@pytest.fixture(autouse=True)
-def _isolated(settings, monkeypatch):
-    monkeypatch.setenv("ICEBENCH_DATA_DIR", str(settings.data_dir))
-    monkeypatch.setenv("ICEBENCH_RESULTS_DIR", str(settings.results_dir))
-
-
-def newest_results(settings):
-    return max(settings.results_dir.iterdir(), key=lambda p: p.stat().st_mtime)
+pytestmark = pytest.mark.usefixtures("cli_settings")
 
 
 def test_writers_lists_every_backend_with_its_operations(capsys):
@@ -49,7 +42,7 @@ def test_matrix_prints_a_summary_and_writes_runs_and_environment(capsys, setting
     assert code == 0
     out = capsys.readouterr().out
     assert "icebench matrix" in out and "pyiceberg-add-files" in out
-    folder = newest_results(settings)
+    folder = newest_results_folder(settings.results_dir)
     runs = read_runs(folder)
     assert [(r.scenario, r.writer, r.status) for r in runs] == [
         ("append", "pyiceberg-add-files", "ok"),
@@ -69,7 +62,7 @@ def test_matrix_config_file(capsys, settings, tiny_sets, tmp_path):
         '[matrix]\npresets = ["tiny"]\nscenarios = ["replace"]\nwriters = ["pyiceberg-reader"]\n'
     )
     assert main(["matrix", "--config", str(config)]) == 0
-    (run,) = read_runs(newest_results(settings))
+    (run,) = read_runs(newest_results_folder(settings.results_dir))
     assert (run.scenario, run.writer, run.batch_rows, run.cap_bytes) == (
         "replace",
         "pyiceberg-reader",
@@ -104,17 +97,18 @@ def test_scale_fits_a_growth_exponent(capsys, settings, tiny_sets):
     assert code == 0
     assert "growth_exponent" in capsys.readouterr().out
     (result,) = [
-        json.loads(line) for line in (newest_results(settings) / "scale.jsonl").read_text().splitlines()
+        json.loads(line)
+        for line in (newest_results_folder(settings.results_dir) / "scale.jsonl").read_text().splitlines()
     ]
     assert [p["batches"] for p in result["points"]] == [2, 4, 8]
     assert result["batch_rows"] == 10_000 // 8
     assert result["growth_exponent"] is not None and result["tail_exponent"] is not None
-    runs = read_runs(newest_results(settings))
+    runs = read_runs(newest_results_folder(settings.results_dir))
     assert all(r.verdict.passed for r in runs)  # prefixes of the set, judged against their own checksum
     assert [r.batches for r in runs] == [2, 4, 8]
-    assert main(["summary", str(newest_results(settings))]) == 0
+    assert main(["summary", str(newest_results_folder(settings.results_dir))]) == 0
     assert "growth_exponent" in capsys.readouterr().out
-    assert main(["summary", str(newest_results(settings)), "--markdown"]) == 0
+    assert main(["summary", str(newest_results_folder(settings.results_dir)), "--markdown"]) == 0
     assert "| append | pyiceberg-add-files | ok |" in capsys.readouterr().out
 
 

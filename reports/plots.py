@@ -1,0 +1,241 @@
+"""Matplotlib figures of a results folder: what a person would rather look at than read.
+
+Each function takes run records (or scale results) and returns a Figure; reports/html.py embeds
+them. Repeated runs of one pair are shown once, by their median-wall-time run.
+"""
+
+from __future__ import annotations
+
+import io
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+
+import matplotlib
+import matplotlib.colors
+
+matplotlib.use("Agg")  # files only, never a window
+
+import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from harness.results import RunRecord, ScaleResult
+
+MIB = 2**20
+STATUS_COLOURS = {"ok": "#4c72b0", "oom": "#c44e52", "error": "#8c8c8c"}
+RunKey = tuple[str, str, str, str]  # scenario, writer, preset, stack
+
+
+def run_key(record: RunRecord) -> RunKey:
+    return record.scenario, record.writer, record.preset, record.stack
+
+
+def representatives(records: Iterable[RunRecord]) -> list[RunRecord]:
+    """One run per pair: the one with the median wall time among its repeats (ran ones only;
+    the points of scale runs, fed prefixes of the source, are shown by the scale plots)."""
+    groups: dict[RunKey, list[RunRecord]] = defaultdict(list)
+    for record in records:
+        if record.status != "unsupported" and record.limit_rows is None:
+            groups[run_key(record)].append(record)
+    chosen = []
+    for group in groups.values():
+        group.sort(key=lambda r: r.wall_s if r.wall_s is not None else float("inf"))
+        chosen.append(group[(len(group) - 1) // 2])
+    return chosen
+
+
+def png_bytes(figure: Figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    plt.close(figure)
+    return buffer.getvalue()
+
+
+def _label(record: RunRecord, several_presets: bool) -> str:
+    return f"{record.writer} [{record.preset}]" if several_presets else record.writer
+
+
+def _colours(labels: Iterable[str]) -> dict[str, str]:
+    """One colour per writer label in every panel of a figure."""
+    palette = plt.get_cmap("tab10").colors
+    return {
+        label: matplotlib.colors.to_hex(palette[i % len(palette)])
+        for i, label in enumerate(sorted(set(labels)))
+    }
+
+
+def _by_scenario(records: Sequence[RunRecord]) -> dict[str, list[RunRecord]]:
+    panels: dict[str, list[RunRecord]] = defaultdict(list)
+    for record in records:
+        panels[record.scenario].append(record)
+    return dict(sorted(panels.items()))
+
+
+def _panels(count: int, width: float = 6.0, height: float = 3.6) -> tuple[Figure, list[Axes]]:
+    columns = min(count, 2)
+    rows = (count + columns - 1) // columns
+    figure, axes = plt.subplots(
+        rows, columns, figsize=(width * columns, height * rows), squeeze=False, layout="constrained"
+    )
+    flat = list(axes.flat)
+    for unused in flat[count:]:
+        unused.set_visible(False)
+    return figure, flat[:count]
+
+
+def latency_figure(records: Sequence[RunRecord]) -> Figure | None:
+    """Step and commit latency against their index, per writer: flat is O(N) in total, a rising
+    line is O(N^2). Per scenario and writer the run with the most steps is shown (a scale run's
+    largest batch count, when there is one)."""
+    longest: dict[tuple[str, str], RunRecord] = {}
+    for record in records:
+        if len(record.step_latencies_s) >= 3 and record.late_early_ratio is not None:
+            key = (record.scenario, record.writer)
+            if key not in longest or len(record.step_latencies_s) > len(longest[key].step_latencies_s):
+                longest[key] = record
+    if not longest:
+        return None
+    panels = _by_scenario(list(longest.values()))
+    colours = _colours(r.writer for r in longest.values())
+    figure, axes = _panels(len(panels))
+    for axis, (scenario, runs) in zip(axes, panels.items(), strict=True):
+        for record in sorted(runs, key=lambda r: r.writer):
+            colour = colours[record.writer]
+            steps = [value * 1000 for value in record.step_latencies_s]
+            axis.plot(range(1, len(steps) + 1), steps, label=f"{record.writer} steps", lw=1.2, color=colour)
+            if len(record.commit_latencies_s) >= 3:
+                commits = [value * 1000 for value in record.commit_latencies_s]
+                axis.plot(
+                    range(1, len(commits) + 1), commits, ls="--", lw=1, color=colour,
+                    label=f"{record.writer} commits",
+                )  # fmt: skip
+        axis.set_title(f"{scenario}: latency per step / commit")
+        axis.set_xlabel("step or commit index")
+        axis.set_ylabel("ms")
+        axis.set_yscale("log")
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=7)
+    figure.suptitle("Does each batch cost more than the last? (rising = O(N^2) in total)")
+    return figure
+
+
+def scale_figure(scales: Sequence[ScaleResult]) -> Figure | None:
+    """Total write time against batch count on log-log axes, with the fitted exponent."""
+    fitted = [scale for scale in scales if scale.growth_exponent is not None]
+    if not fitted:
+        return None
+    figure, axis = plt.subplots(figsize=(7, 4.5), layout="constrained")
+    colours = _colours(scale.writer for scale in fitted)
+    for scale in fitted:
+        points = [(p.batches, p.write_s) for p in scale.points if p.status == "ok" and p.write_s]
+        counts, totals = zip(*points, strict=True)
+        colour = colours[scale.writer]
+        label = f"{scale.writer} ({scale.scenario}, {scale.preset}): exponent {scale.growth_exponent:.2f}"
+        axis.plot(counts, totals, "o-", color=colour, label=f"{label}, {scale.growth_class}")
+        # The fitted power law through the geometric centre of the points.
+        centre_x = statistics.geometric_mean(counts)
+        centre_y = statistics.geometric_mean(totals)
+        exponent = scale.growth_exponent or 0.0
+        fit = [centre_y * (count / centre_x) ** exponent for count in counts]
+        axis.plot(counts, fit, ls=":", color=colour)
+        for point in scale.points:
+            if point.status != "ok":
+                axis.annotate(point.status, (point.batches, min(totals)), color="#c44e52")
+    axis.set_xscale("log")
+    axis.set_yscale("log")
+    axis.set_xlabel("batches (same rows per batch)")
+    axis.set_ylabel("total write time, s")
+    axis.set_title("Growth of total write time (slope 1: linear, 2: quadratic)")
+    axis.grid(alpha=0.3, which="both")
+    axis.legend(fontsize=7)
+    return figure
+
+
+def peak_memory_figure(records: Sequence[RunRecord]) -> Figure | None:
+    """Kernel peak per writer and scenario against the cap; OOM bars red and labelled."""
+    runs = [r for r in representatives(records) if r.peak_memory_bytes is not None]
+    if not runs:
+        return None
+    several = len({r.preset for r in runs}) > 1
+    panels = _by_scenario(runs)
+    figure, axes = _panels(len(panels), height=0.45 * max(len(v) for v in panels.values()) + 1.4)
+    for axis, (scenario, group) in zip(axes, panels.items(), strict=True):
+        group.sort(key=lambda r: _label(r, several))
+        labels = [_label(r, several) for r in group]
+        peaks = [(r.peak_memory_bytes or 0) / MIB for r in group]
+        colours = [STATUS_COLOURS.get(r.status, "#8c8c8c") for r in group]
+        axis.barh(labels, peaks, color=colours)
+        rss = [(r.peak_rss_bytes or 0) / MIB for r in group]
+        axis.scatter(rss, labels, marker="|", s=200, color="black", zorder=3, label="peak rss")
+        for index, record in enumerate(group):
+            if record.status != "ok":
+                axis.text(peaks[index], index, f" {record.status.upper()}", va="center", color="#c44e52")
+        caps = {r.cap_bytes for r in group if r.cap_bytes}
+        for cap in caps:
+            axis.axvline(cap / MIB, color="#c44e52", ls="--", lw=1, label=f"cap {cap / MIB:.0f} MiB")
+        axis.set_title(scenario)
+        axis.set_xlabel("peak memory of the worker, MiB (bar: cgroup incl. page cache)")
+        axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    figure.suptitle("Peak memory per writer (red: OOM-killed or failed)")
+    return figure
+
+
+def timeline_figure(records: Sequence[RunRecord]) -> Figure | None:
+    """Memory of each worker over its run, per scenario."""
+    runs = [r for r in representatives(records) if r.memory_timeline]
+    if not runs:
+        return None
+    several = len({r.preset for r in runs}) > 1
+    panels = _by_scenario(runs)
+    colours = _colours(_label(r, several) for r in runs)
+    figure, axes = _panels(len(panels))
+    for axis, (scenario, group) in zip(axes, panels.items(), strict=True):
+        for record in sorted(group, key=lambda r: r.writer):
+            seconds = [sample[0] for sample in record.memory_timeline]
+            usage = [sample[1] / MIB for sample in record.memory_timeline]
+            label = _label(record, several)
+            end = " (OOM)" if record.status == "oom" else ""
+            axis.plot(seconds, usage, lw=1.2, label=label + end, color=colours[label])
+        for cap in {r.cap_bytes for r in group if r.cap_bytes}:
+            axis.axhline(cap / MIB, color="#c44e52", ls="--", lw=1)
+        axis.set_title(f"{scenario}: worker memory over time")
+        axis.set_xlabel("s since the worker started")
+        axis.set_ylabel("MiB (cgroup usage)")
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=7)
+    return figure
+
+
+METRICS: list[tuple[str, str, Callable[[RunRecord], float | None]]] = [
+    ("wall time", "s", lambda r: r.wall_s),
+    ("snapshots added", "", lambda r: r.snapshots_added),
+    ("live data files", "", lambda r: r.data_files),
+    ("new metadata", "KiB", lambda r: None if r.metadata_bytes is None else r.metadata_bytes / 1024),
+]
+
+
+def metrics_figure(records: Sequence[RunRecord]) -> Figure | None:
+    """Wall time, snapshots added, data files and metadata bytes: writers side by side per scenario."""
+    runs = representatives(records)
+    if not runs:
+        return None
+    several = len({r.preset for r in runs}) > 1
+    scenario_names = sorted({r.scenario for r in runs})
+    labels = sorted({_label(r, several) for r in runs})
+    table = {(r.scenario, _label(r, several)): r for r in runs}
+    colours = _colours(labels)
+    figure, axes = _panels(len(METRICS), width=6.5, height=3.4)
+    width = 0.8 / len(labels)
+    for axis, (title, unit, metric) in zip(axes, METRICS, strict=True):
+        for offset, label in enumerate(labels):
+            values = [metric(table[(s, label)]) if (s, label) in table else None for s in scenario_names]
+            positions = [i + offset * width for i in range(len(scenario_names))]
+            axis.bar(positions, [v or 0 for v in values], width=width, label=label, color=colours[label])
+        axis.set_xticks([i + 0.4 - width / 2 for i in range(len(scenario_names))], scenario_names)
+        axis.set_title(title + (f" ({unit})" if unit else ""))
+        axis.tick_params(axis="x", labelsize=8)
+        axis.grid(alpha=0.3, axis="y")
+    axes[0].legend(fontsize=7)
+    figure.suptitle("What each writer cost and left behind")
+    return figure

@@ -1,0 +1,185 @@
+"""`icebench report RESULTS_DIR`: report.html (plots embedded, nothing else needed to view it) and
+report.md (the same tables, plots as PNG files under plots/) next to the results."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from harness.errors import IcebenchError
+from harness.results import RunRecord, ScaleResult, read_runs, read_scales
+from reports.plots import (
+    latency_figure,
+    metrics_figure,
+    peak_memory_figure,
+    png_bytes,
+    scale_figure,
+    timeline_figure,
+)
+from reports.summary import (
+    FAILED_CHECK_HEADERS,
+    failed_check_rows,
+    markdown_table,
+    scale_rows,
+    scale_title,
+    summary_rows,
+)
+
+PLOTS: list[tuple[str, str, Callable[[list[RunRecord], list[ScaleResult]], Figure | None]]] = [
+    ("latency", "Step and commit latency per batch", lambda runs, _: latency_figure(runs)),
+    ("scale", "Total write time against batch count", lambda _, scales: scale_figure(scales)),
+    ("peak-memory", "Peak memory against the cap", lambda runs, _: peak_memory_figure(runs)),
+    ("memory-timeline", "Memory over each run", lambda runs, _: timeline_figure(runs)),
+    ("metrics", "Wall time, snapshots, data files, metadata", lambda runs, _: metrics_figure(runs)),
+]
+
+
+PROFILE_HEADERS = ["scenario", "writer", "preset", "flame graph at peak memory"]
+
+
+@dataclass(frozen=True)
+class Report:
+    html: Path
+    markdown: Path
+    plots: list[Path]
+
+
+def write_report(folder: Path) -> Report:
+    """Renders every plot that has data and writes the two pages; returns their paths."""
+    if not (folder / "runs.jsonl").is_file():
+        raise IcebenchError(f"{folder} holds no runs.jsonl")
+    runs, scales = read_runs(folder), read_scales(folder)
+    plot_dir = folder / "plots"
+    plot_dir.mkdir(exist_ok=True)
+    images: list[tuple[str, str, bytes]] = []
+    for name, title, build in PLOTS:
+        figure = build(runs, scales)
+        if figure is not None:
+            images.append((name, title, png_bytes(figure)))
+    paths = []
+    for name, _, data in images:
+        path = plot_dir / f"{name}.png"
+        path.write_bytes(data)
+        paths.append(path)
+    title = f"icebench {folder.name}"
+    markdown = folder / "report.md"
+    markdown.write_text(_markdown(title, runs, scales, images, folder))
+    page = folder / "report.html"
+    page.write_text(_html(title, runs, scales, images, folder))
+    return Report(html=page, markdown=markdown, plots=paths)
+
+
+def _environment_line(folder: Path) -> str:
+    path = folder / "environment.json"
+    if not path.is_file():
+        return ""
+    env = json.loads(path.read_text())
+    machine, versions = env.get("machine", {}), env.get("versions", {})
+    settings = env.get("settings", {})
+    return (
+        f"{machine.get('cpus')} CPUs, {(machine.get('memory_bytes') or 0) / 2**30:.0f} GiB, "
+        f"Python {machine.get('python')}; isolation {env.get('isolation')}, stack {settings.get('stack')}, "
+        f"cap {settings.get('memory')}; " + ", ".join(f"{k} {v}" for k, v in versions.items())
+    )
+
+
+def _profiles(runs: Sequence[RunRecord], folder: Path) -> list[list[str]]:
+    return [
+        [r.scenario, r.writer, r.preset, _relative(Path(r.profile_flamegraph), folder)]
+        for r in runs
+        if r.profile_flamegraph
+    ]
+
+
+def _relative(path: Path, folder: Path) -> str:
+    try:
+        return str(path.relative_to(folder))
+    except ValueError:
+        return str(path)
+
+
+def _markdown(
+    title: str,
+    runs: list[RunRecord],
+    scales: list[ScaleResult],
+    images: list[tuple[str, str, bytes]],
+    folder: Path,
+) -> str:
+    parts = [f"# {title}", _environment_line(folder), "## Runs", markdown_table(*summary_rows(runs))]
+    failed = failed_check_rows(runs)
+    parts += ["## Failed checks", markdown_table(FAILED_CHECK_HEADERS, failed) if failed else "None."]
+    for scale in scales:
+        parts += [f"## {scale_title(scale)}", markdown_table(*scale_rows(scale))]
+    if profiles := _profiles(runs, folder):
+        linked = [[*p[:3], f"[{p[3]}]({p[3]})"] for p in profiles]
+        parts += ["## Allocation profiles (memray)", markdown_table(PROFILE_HEADERS, linked)]
+    for name, caption, _ in images:
+        parts += [f"## {caption}", f"![{caption}](plots/{name}.png)"]
+    return "\n\n".join(parts) + "\n"
+
+
+def _html_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    numeric: Collection[int] = (),
+    link_column: int = -1,
+) -> str:
+    """Escaped cells, `numeric` columns right-aligned; the cells of `link_column` link to themselves."""
+
+    def cell(text: str, column: int) -> str:
+        escaped = html.escape(text)
+        inner = f'<a href="{escaped}">{escaped}</a>' if column == link_column else escaped
+        return f'<td class="{"num" if column in numeric else ""}">{inner}</td>'
+
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(cell(c, i) for i, c in enumerate(row)) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem; color: #222; }
+table { border-collapse: collapse; font-size: 0.85rem; margin-bottom: 1.5rem; }
+th, td { border: 1px solid #ccc; padding: 0.2rem 0.5rem; }
+th { background: #f2f2f2; } td.num { text-align: right; }
+img { max-width: 100%; border: 1px solid #eee; margin-bottom: 1.5rem; }
+"""
+
+
+def _html(
+    title: str,
+    runs: list[RunRecord],
+    scales: list[ScaleResult],
+    images: list[tuple[str, str, bytes]],
+    folder: Path,
+) -> str:
+    failed = failed_check_rows(runs)
+    parts = [
+        f"<h1>{html.escape(title)}</h1>",
+        f"<p>{html.escape(_environment_line(folder))}</p>",
+        "<h2>Runs</h2>",
+        _html_table(*summary_rows(runs)),
+        "<h2>Failed checks</h2>",
+        _html_table(FAILED_CHECK_HEADERS, failed) if failed else "<p>None.</p>",
+    ]
+    for scale in scales:
+        parts += [f"<h2>{html.escape(scale_title(scale))}</h2>", _html_table(*scale_rows(scale))]
+    if profiles := _profiles(runs, folder):
+        parts += [
+            "<h2>Allocation profiles (memray, flame graph at peak memory)</h2>",
+            _html_table(PROFILE_HEADERS, profiles, link_column=3),
+        ]
+    for _, caption, data in images:
+        encoded = base64.b64encode(data).decode()
+        parts += [
+            f"<h2>{html.escape(caption)}</h2>",
+            f'<img alt="{html.escape(caption)}" src="data:image/png;base64,{encoded}">',
+        ]
+    body = "\n".join(parts)
+    head = f"<meta charset='utf-8'><title>{html.escape(title)}</title><style>{STYLE}</style>"
+    return f"<!doctype html><html><head>{head}</head><body>\n{body}\n</body></html>\n"

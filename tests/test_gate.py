@@ -1,0 +1,288 @@
+"""Baselines, comparisons and the regression gate on synthetic results (nothing is run or timed)."""
+
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.errors import IcebenchError
+from harness.results import ResultsStore, RunRecord, ScalePoint, ScaleResult
+from reports.baseline import build_baseline, load_baseline, save_baseline
+from reports.compare import compare, comparison_markdown
+from reports.gate import GateThresholds, gate, load_thresholds, regressions_markdown
+from scenarios.oracle import Check, Verdict
+
+MIB = 2**20
+CHECKS = ("row_count", "keys_unique", "content_checksum")
+APPEND_KEY = "append|pyiceberg-table|tiny|embedded"
+UPSERT_KEY = "upsert|pyiceberg-txn-batches|tiny|embedded"
+SCALE_KEY = "append|pyiceberg-txn-batches|tiny"
+
+
+def run(
+    scenario="append",
+    writer="pyiceberg-table",
+    *,
+    status="ok",
+    wall_s=10.0,
+    peak_mib=500,
+    failing=(),
+    repeat=0,
+    batch_rows=2000,
+    rows=10_000,
+    limit_rows=None,
+) -> RunRecord:
+    checks = [
+        Check(name=name, passed=name not in failing, reason="wrong" if name in failing else None)
+        for name in CHECKS
+    ]
+    return RunRecord(
+        run_id="synthetic",
+        scenario=scenario,
+        writer=writer,
+        preset="tiny",
+        stack="embedded",
+        operation=scenario,
+        status=status,
+        rows=rows,
+        batch_rows=batch_rows,
+        batches=rows // batch_rows,
+        wall_s=wall_s,
+        write_s=wall_s * 0.8,
+        peak_memory_bytes=peak_mib * MIB,
+        peak_rss_bytes=peak_mib * MIB // 2,
+        snapshots_added=1,
+        data_files=5,
+        metadata_files=1,
+        metadata_bytes=20_000,
+        isolation="cgroup",
+        versions={"pyiceberg": "0.12.0", "pyarrow": "26.0.1"},
+        verdict=Verdict(passed=not failing, checks=checks),
+        started_at="2026-01-01T00:00:00+00:00",
+        repeat=repeat,
+        limit_rows=limit_rows,  # scale points only
+    )
+
+
+def scale(exponent: float) -> ScaleResult:
+    points = [
+        ScalePoint(
+            batches=n,
+            write_s=0.01 * n**exponent,
+            wall_s=None,
+            peak_memory_bytes=None,
+            peak_rss_bytes=None,
+            late_early_ratio=None,
+            status="ok",
+        )
+        for n in (50, 100)
+    ]
+    return ScaleResult(
+        writer="pyiceberg-txn-batches",
+        scenario="append",
+        preset="tiny",
+        batch_rows=50,
+        points=points,
+        growth_exponent=exponent,
+        growth_class=None,
+        tail_exponent=exponent,
+    )
+
+
+def results(root: Path, name: str, runs=(), scales=()) -> Path:
+    store = ResultsStore(root, run_id=name)
+    for record in runs:
+        store.append(record)
+    for result in scales:
+        store.append_scale(result)
+    return store.folder
+
+
+def three(**fields) -> list[RunRecord]:
+    return [run(repeat=i, **fields) for i in range(3)]
+
+
+def gate_of(tmp_path, base_runs, current_runs, thresholds=None):
+    base = build_baseline([results(tmp_path, "base", base_runs)])
+    current = build_baseline([results(tmp_path, "current", current_runs)])
+    return gate(base, current, thresholds)
+
+
+def kinds(regressions) -> list[tuple[str, str]]:
+    return [(r.kind, r.subject) for r in regressions]
+
+
+def test_equal_results_pass_and_the_baseline_survives_a_round_trip(tmp_path):
+    runs = three() + three(scenario="upsert", writer="pyiceberg-txn-batches")
+    # Matrix and scale sessions write folders of their own; a baseline gathers several.
+    base_folders = [results(tmp_path, "base", runs), results(tmp_path, "base-scale", scales=[scale(1.0)])]
+    current_folders = [results(tmp_path, "cur", runs), results(tmp_path, "cur-scale", scales=[scale(1.0)])]
+    saved = save_baseline(base_folders, tmp_path / "baseline.json")
+    loaded = load_baseline(tmp_path / "baseline.json")
+    assert loaded == saved
+    assert set(loaded.runs) == {APPEND_KEY, UPSERT_KEY}
+    assert set(loaded.scales) == {SCALE_KEY}
+    aggregate = loaded.runs[APPEND_KEY]
+    assert aggregate.repeats == 3 and aggregate.statuses == ["ok"] * 3
+    assert aggregate.checks_passed == sorted(CHECKS) and aggregate.checks_failed == {}
+    assert loaded.versions == {"pyarrow": "26.0.1", "pyiceberg": "0.12.0"}
+    assert gate(loaded, build_baseline(current_folders)) == []
+
+
+def test_a_check_that_passed_and_now_fails_regresses(tmp_path):
+    regressions = gate_of(tmp_path, three(), three(failing=("content_checksum",)))
+    assert kinds(regressions) == [("check_regressed", "content_checksum")]
+    assert regressions[0].key == APPEND_KEY and regressions[0].detail == "wrong"
+
+
+def test_a_check_failing_in_one_repeat_of_three_regresses(tmp_path):
+    # Correctness is not noisy: one failed repeat is a failure.
+    current = [*three()[:2], run(repeat=2, failing=("row_count",))]
+    assert kinds(gate_of(tmp_path, three(), current)) == [("check_regressed", "row_count")]
+
+
+@pytest.mark.parametrize("status", ["oom", "error"])
+def test_an_ok_run_that_now_fails_regresses(tmp_path, status):
+    # A killed run stops early: its time and memory are no comparison, only its status is.
+    current = three(status=status, wall_s=2.0, peak_mib=2048)
+    regressions = gate_of(tmp_path, three(), current)
+    assert kinds(regressions) == [("status_regressed", "status")]
+    assert (regressions[0].base, regressions[0].current) == ("ok", status)
+
+
+def test_peak_memory_beyond_the_ratio_regresses(tmp_path):
+    regressions = gate_of(tmp_path, three(peak_mib=500), three(peak_mib=700))
+    assert kinds(regressions) == [("peak_memory", "peak_memory_bytes")]
+    assert regressions[0].change == pytest.approx(1.4)
+    assert regressions[0].threshold == 1.25
+    assert gate_of(tmp_path / "within", three(peak_mib=500), three(peak_mib=600)) == []
+
+
+def test_peak_memory_is_the_worst_repeat(tmp_path):
+    current = [*three()[:2], run(repeat=2, peak_mib=800)]
+    assert kinds(gate_of(tmp_path, three(), current)) == [("peak_memory", "peak_memory_bytes")]
+
+
+def test_median_wall_time_beyond_the_ratio_regresses(tmp_path):
+    regressions = gate_of(tmp_path, three(wall_s=10.0), three(wall_s=16.0))
+    assert kinds(regressions) == [("wall_time", "wall_s")]
+    assert regressions[0].change == pytest.approx(1.6)
+
+
+def test_one_slow_repeat_of_three_does_not_regress_because_the_median_is_used(tmp_path):
+    noisy = [run(repeat=0, wall_s=10.0), run(repeat=1, wall_s=40.0), run(repeat=2, wall_s=11.0)]
+    assert gate_of(tmp_path, three(wall_s=10.0), noisy) == []
+    base = build_baseline([tmp_path / "base"])
+    assert base.runs[APPEND_KEY].wall_s == 10.0
+
+
+def test_sub_second_wall_times_are_noise(tmp_path):
+    assert gate_of(tmp_path, three(wall_s=0.2), three(wall_s=0.6)) == []
+    fast_to_slow = gate_of(tmp_path / "slow", three(wall_s=0.5), three(wall_s=5.0))
+    assert kinds(fast_to_slow) == [("wall_time", "wall_s")]
+
+
+def test_growth_exponent_beyond_the_delta_regresses(tmp_path):
+    base = build_baseline([results(tmp_path, "base", scales=[scale(1.0)])])
+    slightly = build_baseline([results(tmp_path, "slightly", scales=[scale(1.2)])])
+    quadratic = build_baseline([results(tmp_path, "quadratic", scales=[scale(1.9)])])
+    assert gate(base, slightly) == []
+    regressions = gate(base, quadratic)
+    assert kinds(regressions) == [("growth_exponent", "growth_exponent")]
+    assert regressions[0].key == SCALE_KEY and regressions[0].change == pytest.approx(0.9)
+
+
+def test_a_vanished_key_regresses_and_a_new_one_does_not(tmp_path):
+    base_runs = three() + three(scenario="upsert", writer="pyiceberg-txn-batches")
+    current_runs = three() + three(scenario="replace")
+    assert [(r.kind, r.key) for r in gate_of(tmp_path, base_runs, current_runs)] == [("missing", UPSERT_KEY)]
+
+
+def test_improvements_do_not_regress(tmp_path):
+    base = three(wall_s=20.0, peak_mib=900, failing=("row_count",))
+    assert gate_of(tmp_path, base, three(wall_s=5.0, peak_mib=300)) == []
+    rows = compare(build_baseline([tmp_path / "base"]), build_baseline([tmp_path / "current"]))
+    assert rows[0].checks_now_passing == ["row_count"]
+
+
+def test_thresholds_come_from_the_gate_table_of_a_config_file(tmp_path):
+    config = tmp_path / "icebench.toml"
+    config.write_text("[settings]\nmemory = '1g'\n\n[gate]\npeak_memory_ratio = 1.1\nmin_wall_s = 0.1\n")
+    thresholds = load_thresholds(config)
+    assert thresholds == GateThresholds(peak_memory_ratio=1.1, min_wall_s=0.1)
+    assert thresholds.wall_time_ratio == 1.5 and thresholds.growth_exponent_delta == 0.3
+    assert load_thresholds(None) == GateThresholds()
+    regressions = gate_of(
+        tmp_path, three(peak_mib=500, wall_s=0.2), three(peak_mib=600, wall_s=0.6), thresholds
+    )
+    assert kinds(regressions) == [("peak_memory", "peak_memory_bytes"), ("wall_time", "wall_s")]
+    config.write_text("[gate]\npeak_memory_ratios = 1.1\n")
+    with pytest.raises(IcebenchError, match="invalid \\[gate\\] table: peak_memory_ratios"):
+        load_thresholds(config)
+
+
+def test_a_missing_or_corrupt_baseline_is_one_line_naming_the_file(tmp_path):
+    with pytest.raises(IcebenchError, match=r"baseline file .*nothing\.json does not exist"):
+        load_baseline(tmp_path / "nothing.json")
+    corrupt = tmp_path / "corrupt.json"
+    corrupt.write_text("{not json")
+    with pytest.raises(IcebenchError, match=r"baseline file .*corrupt\.json is not a baseline") as raised:
+        load_baseline(corrupt)
+    assert "\n" not in str(raised.value)
+
+
+def test_the_runs_of_a_scale_fit_are_its_points_not_repeats(tmp_path):
+    # `matrix --scale` leaves the matrix runs and the scale points (50-row batches) in one folder.
+    writer = "pyiceberg-txn-batches"
+    points = [
+        run(writer=writer, wall_s=30.0, batch_rows=50, rows=n * 50, limit_rows=n * 50) for n in (50, 100)
+    ]
+    folder = results(tmp_path, "matrix", [*three(writer=writer, wall_s=10.0), *points], [scale(1.0)])
+    baseline = build_baseline([folder])
+    aggregate = baseline.runs[f"append|{writer}|tiny|embedded"]
+    assert aggregate.repeats == 3 and aggregate.wall_s == 10.0
+    assert baseline.scales[SCALE_KEY].growth_exponent == 1.0
+
+
+def test_markdown_renderers_escape_run_keys(tmp_path):
+    regressions = gate_of(tmp_path, three(), three(status="oom"))
+    markdown = regressions_markdown(regressions)
+    assert "append\\|pyiceberg-table\\|tiny\\|embedded" in markdown and "status_regressed" in markdown
+    rows = compare(build_baseline([tmp_path / "base"]), build_baseline([tmp_path / "current"]))
+    assert "| append | pyiceberg-table | tiny | embedded | ok → oom |" in comparison_markdown(rows)
+
+
+def test_cli_baseline_gate_and_compare(tmp_path, capsys):
+    base_folder = results(tmp_path / "results", "20260101-000000-aaaaaa", three())
+    baseline_file = tmp_path / "baseline.json"
+    assert main(["baseline", "save", str(base_folder), "--out", str(baseline_file)]) == 0
+    assert "1 run keys" in capsys.readouterr().out
+
+    same = results(tmp_path / "results", "20260102-000000-bbbbbb", three())
+    assert main(["gate", "--baseline", str(baseline_file), str(same)]) == 0
+    assert "gate passed" in capsys.readouterr().out
+
+    slower = results(tmp_path / "results", "20260103-000000-cccccc", three(wall_s=16.0, peak_mib=700))
+    # No RESULTS_DIR: the newest folder under the results root, which is `slower`.
+    assert main(["gate", "--baseline", str(baseline_file), "--results", str(tmp_path / "results")]) == 1
+    captured = capsys.readouterr()
+    assert "wall_time" in captured.out and "peak_memory" in captured.out and "1.60x" in captured.out
+    assert captured.err.strip() == (
+        f"icebench: error: gate failed: 2 regressions, {slower} against {baseline_file}"
+    )
+
+    config = tmp_path / "gate.toml"
+    config.write_text("[gate]\nwall_time_ratio = 2.0\npeak_memory_ratio = 1.5\n")
+    assert main(["gate", "--baseline", str(baseline_file), "--config", str(config), str(slower)]) == 0
+    capsys.readouterr()
+
+    assert main(["compare", str(baseline_file), str(slower)]) == 0
+    out = capsys.readouterr().out
+    assert "1.60x" in out and "1.40x" in out
+
+    missing = tmp_path / "missing.json"
+    assert main(["gate", "--baseline", str(missing), str(same)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"icebench: error: baseline file {missing} does not exist\n"
+    assert main(["gate", "--baseline", str(baseline_file), str(tmp_path / "nowhere")]) == 2
+    assert "nowhere does not exist" in capsys.readouterr().err

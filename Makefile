@@ -9,10 +9,17 @@ PRESET    ?= small
 MEMORY    ?= 2g
 WRITERS   ?=
 SCENARIOS ?=
+# After the matrix: the batch-count scale of these writers (the O(N^2) picture); SCALE= to skip.
+SCALE     ?= pyiceberg-txn-batches,pyiceberg-add-files
+
+# The CI gate: its workload and thresholds, the baseline it is held to, where its results go.
+GATE_CONFIG   := baselines/ci-tiny.toml
+GATE_BASELINE := baselines/ci-tiny.json
+GATE_RESULTS  := results/gate
 
 REST_JAR := compose/rest-catalog/build/rest-catalog.jar
 
-.PHONY: bench test lint install rest-catalog clean docker-engine images up down
+.PHONY: bench test lint install rest-catalog clean docker-engine images up down gate gate-baseline perf
 
 $(STAMP): pyproject.toml requirements.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "icebench needs Python 3.11+")'
@@ -34,8 +41,24 @@ $(REST_JAR): $(STAMP) compose/rest-catalog/build.sh $(wildcard compose/rest-cata
 rest-catalog: $(REST_JAR)
 
 bench: $(STAMP)
-	$(BIN)/icebench matrix --preset $(PRESET) --memory $(MEMORY) \
-		$(if $(WRITERS),--writers $(WRITERS)) $(if $(SCENARIOS),--scenarios $(SCENARIOS))
+	$(BIN)/icebench matrix --preset $(PRESET) --memory $(MEMORY) --report \
+		$(if $(WRITERS),--writers $(WRITERS)) $(if $(SCENARIOS),--scenarios $(SCENARIOS)) \
+		$(if $(SCALE),--scale $(SCALE))
+
+# Fails (exit 1, with the table of what regressed) when the tiny bench regressed against the
+# baseline committed in the repo.
+gate: $(STAMP)
+	$(BIN)/icebench matrix --config $(GATE_CONFIG) --results $(GATE_RESULTS) --report
+	$(BIN)/icebench gate --baseline $(GATE_BASELINE) --config $(GATE_CONFIG) --results $(GATE_RESULTS)
+
+# Re-record the baseline (then commit baselines/ci-tiny.json) after an intended change.
+gate-baseline: $(STAMP)
+	$(BIN)/icebench matrix --config $(GATE_CONFIG) --results $(GATE_RESULTS) --report
+	$(BIN)/icebench baseline save $$(ls -d $(GATE_RESULTS)/*/ | tail -1) --out $(GATE_BASELINE)
+
+# Benchmarks inside pytest (pytest-benchmark, pytest-memray): outside make test.
+perf: $(STAMP)
+	$(BIN)/pytest -q benchmarks --benchmark-columns=min,median,max,rounds --memray
 
 # The suite includes workers in containers: a private Docker engine is started (and stopped
 # afterwards, also when a test fails) where none answers, and the worker image built once.

@@ -447,7 +447,8 @@ def cmd_gate(args: argparse.Namespace) -> None:
     regressions = gate(baseline, build_baseline(folders), thresholds)
     against = f"{', '.join(str(f) for f in folders)} against {args.baseline}"
     if not regressions:
-        console.print(f"gate passed: {against}, no regressions ({thresholds.model_dump()})")
+        limits = ", ".join(f"{name} {value}" for name, value in thresholds.model_dump().items())
+        console.print(f"gate passed: {against}, no regressions ({limits})")
         return
     if args.markdown:
         print(regressions_markdown(regressions))

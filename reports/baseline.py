@@ -13,7 +13,6 @@ import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -23,7 +22,6 @@ from harness.results import RunRecord, ScaleResult, Status, now_iso, read_runs, 
 
 BASELINE_FORMAT = 1
 KEY_SEPARATOR = "|"
-Parsed = TypeVar("Parsed", RunRecord, ScaleResult)
 # Metrics taken as the median of the repeats (noisy) and as their maximum (worst case wins).
 MEDIAN_METRICS = ("wall_s", "write_s")
 MAX_METRICS = (

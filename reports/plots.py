@@ -21,6 +21,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from harness.results import RunRecord, ScaleResult
+from harness.writers import writers
 
 MIB = 2**20
 STATUS_COLOURS = {"ok": "#4c72b0", "oom": "#c44e52", "error": "#8c8c8c"}
@@ -57,12 +58,12 @@ def _label(record: RunRecord, several_presets: bool) -> str:
 
 
 def _colours(labels: Iterable[str]) -> dict[str, str]:
-    """One colour per writer label in every panel of a figure."""
+    """One colour per writer in every figure of a report: by the writer's place among all writers
+    (labels of other presets, "writer [preset]", after them)."""
     palette = plt.get_cmap("tab10").colors
-    return {
-        label: matplotlib.colors.to_hex(palette[i % len(palette)])
-        for i, label in enumerate(sorted(set(labels)))
-    }
+    wanted, known = set(labels), sorted(writers())
+    order = {label: index for index, label in enumerate(known + sorted(wanted - set(known)))}
+    return {label: matplotlib.colors.to_hex(palette[order[label] % len(palette)]) for label in wanted}
 
 
 def _by_scenario(records: Sequence[RunRecord]) -> dict[str, list[RunRecord]]:
@@ -177,7 +178,7 @@ def peak_memory_figure(records: Sequence[RunRecord]) -> Figure | None:
         axis.set_title(scenario)
         axis.set_xlabel("peak memory of the worker, MiB (bar: cgroup incl. page cache)")
         axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    figure.suptitle("Peak memory per writer (red: OOM-killed or failed)")
+    figure.suptitle("Peak memory per writer (red: OOM-killed, grey: failed)")
     return figure
 
 

@@ -1,0 +1,130 @@
+"""dlt, the real client: a pipeline with the filesystem destination and table_format="iceberg".
+
+The source batches are yielded as Arrow items of one dlt resource; dlt extracts them to its own
+parquet files, normalizes, then loads them through pyiceberg into the run's table (dlt's
+`iceberg_catalog` points at the run's SQLite catalog, so dlt loads the very table the runner
+prepared). Append is `write_disposition="append"`, replace `"replace"`, upsert
+`{"disposition": "merge", "strategy": "upsert"}` with the key columns as primary key (dlt then
+calls pyiceberg's `table.upsert` per 1,000 rows). dlt's three stages are the three steps; the
+load stage, where every catalog commit happens, is timed as the commit.
+dlt is imported only here, inside methods.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.writers.base import Operation, StepTimer, WriteJob, Writer
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+PIPELINE = "icebench"
+ROOT_CAUSE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): ")
+DISPOSITIONS: dict[Operation, Any] = {
+    Operation.APPEND: "append",
+    Operation.REPLACE: "replace",
+    Operation.UPSERT: {"disposition": "merge", "strategy": "upsert"},
+}
+
+
+def dlt_supports(catalog_properties: dict[str, str]) -> str | None:
+    """dlt's filesystem destination needs the catalog and the files somewhere it can reach."""
+    if catalog_properties.get("type") != "sql":
+        return (
+            f"the dlt writer is wired to the embedded stack's SQL catalog, not a "
+            f"{catalog_properties.get('type', 'non-SQL')} catalog"
+        )
+    return None
+
+
+class DltWriter(Writer):
+    name = "dlt"
+    description = "dlt pipeline: filesystem destination, table_format=iceberg (append, replace, merge-upsert)"
+    operations = frozenset(Operation)
+    single_commit = False  # dlt decides: schema union, then one call per loaded file or batch
+    libraries = ("dlt", "pyiceberg", "pyarrow")
+    consumes_batches = False  # steps are dlt's extract / normalize / load
+    in_default_matrix = False  # name it (WRITERS=dlt,...): its upsert commits per 1,000 rows
+
+    @classmethod
+    def supports_catalog(cls, catalog_properties: dict[str, str]) -> str | None:
+        return dlt_supports(catalog_properties)
+
+    def write(self, job: WriteJob, timer: StepTimer) -> None:
+        import dlt
+
+        namespace, table_name = job.table.name()[-2:]
+        properties = {key: str(value) for key, value in job.table.catalog.properties.items()}
+        workdir = Path(tempfile.mkdtemp(prefix="icebench-dlt-"))
+        try:
+            pipeline = dlt.pipeline(
+                pipeline_name=PIPELINE,
+                pipelines_dir=str(workdir),
+                # dlt keeps its own state files (_dlt_loads, ...) as a dataset folder of its own,
+                # apart from the table folders the catalog already placed in the warehouse.
+                destination=dlt.destinations.filesystem(bucket_url=f"{properties['warehouse']}/dlt"),
+                dataset_name=namespace,
+            )
+            resource = dlt.resource(
+                _batches(job),
+                name=table_name,
+                table_format="iceberg",
+                write_disposition=DISPOSITIONS[job.operation],
+                primary_key=list(job.key_columns) if job.operation is Operation.UPSERT else None,
+            )
+            with _catalog_environment(properties):
+                with timer.step():
+                    pipeline.extract(resource)
+                with timer.step():
+                    pipeline.normalize()
+                with timer.commit():
+                    info = _load(pipeline)
+            info.raise_on_failed_jobs()
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+class DltLoadFailed(RuntimeError):
+    """dlt's load step failed; the message is the root cause dlt wrapped (retries, step info)."""
+
+
+def _load(pipeline: Any) -> Any:
+    from dlt.pipeline.exceptions import PipelineStepFailed
+
+    try:
+        return pipeline.load()
+    except PipelineStepFailed as exc:
+        raise DltLoadFailed(f"dlt load failed: {_root_cause(exc)}") from exc
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The last `SomeError: message` line dlt carries in its messages (a job's traceback text)."""
+    lines = [line.strip() for line in str(exc).splitlines()]
+    causes = [line for line in lines if ROOT_CAUSE.match(line)]
+    return causes[-1] if causes else (lines[0] if lines else type(exc).__name__)
+
+
+def _batches(job: WriteJob) -> Iterator[pa.RecordBatch]:
+    yield from job.source.batches()
+
+
+def _catalog_environment(properties: dict[str, str]) -> Any:
+    """dlt reads its iceberg catalog from config; the environment is its config provider."""
+    import json
+
+    from harness.services import environment_variables
+
+    config = {key: value for key, value in properties.items() if key != "type"}
+    return environment_variables(
+        {
+            "ICEBERG_CATALOG__ICEBERG_CATALOG_NAME": "icebench",
+            "ICEBERG_CATALOG__ICEBERG_CATALOG_TYPE": properties["type"],
+            "ICEBERG_CATALOG__ICEBERG_CATALOG_CONFIG": json.dumps({"type": properties["type"], **config}),
+        }
+    )

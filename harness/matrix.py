@@ -58,7 +58,7 @@ class MatrixConfig(BaseModel):
             scale_batches=self.scale_batches,
             scale_batch_rows=self.scale_batch_rows,
             presets=self.presets,
-            scenarios=self.scenarios or list(scenarios()),
+            scenarios=self.scenarios or [name for name, s in scenarios().items() if s.in_default_matrix],
             writers=self.writers or [name for name, w in writers().items() if w.in_default_matrix],
         )
 

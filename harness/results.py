@@ -52,6 +52,8 @@ class RunRecord(BaseModel):
     manifests: int | None = None
     metadata_files: int | None = None
     metadata_bytes: int | None = None
+    orphan_files: int | None = None  # files under the table location no metadata reaches
+    orphan_bytes: int | None = None
     cap_bytes: int | None = None
     isolation: str
     oom_kills: int = 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,11 +16,14 @@ from harness.results import ResultsStore, RunRecord, Status, now_iso
 from harness.settings import Settings
 from harness.spark import spark_supports
 from harness.stacks import RunCatalog, Stack, close_catalog
-from harness.worker import WorkerResult, WorkerSpec
+from harness.worker import EXIT_AS_SIGKILLED, KillNote, WorkerResult, WorkerSpec
 from harness.writers import Writer, get_writer
 from scenarios import get_scenario
-from scenarios.base import DataSets, Scenario
-from scenarios.oracle import TableState, capture_state, judge, unreadable_verdict
+from scenarios.base import DataSets, Expectation, Scenario
+from scenarios.oracle import KillReport, TableState, capture_state, judge, unreadable_verdict
+
+# How a SIGKILL shows in the exit code: a process of ours (negative signal), a container (128 + it).
+SIGKILL_EXIT_CODES = (-signal.SIGKILL, EXIT_AS_SIGKILLED)
 
 
 @dataclass(frozen=True)
@@ -53,8 +57,8 @@ class Runner:
         writer = get_writer(plan.writer)
         self.count += 1
         record = self._new_record(plan, scenario, writer)
-        if not writer.supports(scenario.operation):
-            record.error = f"{plan.writer} does not support {scenario.operation}"
+        if reason := scenario.unsupported_reason(writer):
+            record.error = reason  # stays unsupported
             return self._finish(record)
 
         name = f"{self.count:03d}-{plan.scenario}-{plan.writer}"
@@ -84,9 +88,12 @@ class Runner:
                 spark_master=self.settings.spark_master,
                 started_marker=work / "worker.started",
                 result_path=work / "worker-result.json",
+                kill_at=scenario.kill_point,
+                kill_note_path=work / "kill-note.json" if scenario.kill_point else None,
             )
             launched, result = self._launch(spec, work, plan.cap_bytes)
-            self._apply(record, launched, result, work / "worker.log")
+            note = read_kill_note(spec, launched)
+            self._apply(record, launched, result or note, work / "worker.log")
             if self.settings.profile == "memray" and (flamegraph := render_flamegraph(work)):
                 record.profile_flamegraph = str(flamegraph)
             if record.status == "oom" and not spec.started_marker.exists():
@@ -94,7 +101,9 @@ class Runner:
                     f"memory cap {format_size(plan.cap_bytes)} is too small for the worker to start "
                     f"(it died before its first write; see {work / 'worker.log'})"
                 )
-            self._judge(record, run_catalog, identifier, scenario, plan, before, writer.single_commit)
+            expected = self._expected(record, scenario, plan, note)
+            kill = _kill_report(scenario, result, note)
+            self._judge(record, run_catalog, identifier, expected, before, writer.single_commit, kill)
         finally:
             self.stack.release(run_catalog, keep=self.settings.keep_warehouse)
         self._finish(record)
@@ -124,22 +133,26 @@ class Runner:
             started_at=now_iso(),
         )
 
+    @staticmethod
+    def _expected(record: RunRecord, scenario: Scenario, plan: RunPlan, note: KillNote | None) -> Expectation:
+        """The promised table after success; the untouched one after a failure; after a kill, the
+        table as the writer's last commit left it (it cannot have committed rows it was not fed)."""
+        if note is not None:
+            return scenario.expected_after(plan.sets, note.rows_committed)
+        if record.status == "ok":
+            return scenario.expected_after(plan.sets, plan.limit_rows)
+        return scenario.expected_before(plan.sets)
+
     def _judge(
         self,
         record: RunRecord,
         run_catalog: RunCatalog,
         identifier: str,
-        scenario: Scenario,
-        plan: RunPlan,
+        expected: Expectation,
         before: TableState,
         single_commit: bool,
+        kill: KillReport | None,
     ) -> None:
-        """The promised table after success; the untouched one after a failure."""
-        expected = (
-            scenario.expected_after(plan.sets, plan.limit_rows)
-            if record.status == "ok"
-            else scenario.expected_before(plan.sets)
-        )
         catalog = run_catalog.open()
         try:
             table = catalog.load_table(identifier)
@@ -151,6 +164,7 @@ class Runner:
                 single_commit=single_commit,
                 verify_with=self.settings.verify_with,
                 spark_master=self.settings.spark_master,
+                kill=kill,
             )
         except Exception as exc:  # what a writer left may break the reader too: a verdict, not a crash
             record.verdict = unreadable_verdict(record.error, one_line(exc))
@@ -215,10 +229,12 @@ class Runner:
         cap = format_size(record.cap_bytes)
         if launched.oom_kills:
             return "oom", f"OOM-killed by the kernel at a {cap} cap (oom_kill count {launched.oom_kills})"
+        if isinstance(result, KillNote):  # only ever passed on when the exit code shows the SIGKILL
+            return "error", result.describe()
         if result is not None:
             if result.error_kind == "memory":  # RLIMIT_AS: the cap shows up as a failed allocation
                 return "oom", f"allocation failed under a {cap} {record.isolation} cap: {result.error}"
-            return result.status, result.error
+            return result.status, result.error or result.kill_missed
         if launched.timed_out:
             return "error", f"worker timed out after {self.settings.worker_timeout_s:.0f} s"
         if record.isolation == "rlimit" and _mentions_memory_error(log):
@@ -228,6 +244,26 @@ class Runner:
     def _finish(self, record: RunRecord) -> RunRecord:
         self.store.append(record)
         return record
+
+
+def read_kill_note(spec: WorkerSpec, launched: Launch) -> KillNote | None:
+    """The note of a worker that died by the kill it was asked to give itself: the note says what
+    had landed, the exit code proves the kill (a note without it is not taken on its word)."""
+    path = spec.kill_note_path
+    killed = launched.returncode in SIGKILL_EXIT_CODES and not launched.oom_kills
+    if path is None or not path.exists() or not killed:
+        return None
+    return KillNote.model_validate_json(path.read_text())
+
+
+def _kill_report(scenario: Scenario, result: WorkerResult | None, note: KillNote | None) -> KillReport | None:
+    """For the oracle: the kill as asked, or the point never reached; None for other failures
+    (an error or an OOM before the point), which are judged like any failed write."""
+    if note is not None:
+        return KillReport(note.point, True, note.describe(), note.committed_snapshot_id)
+    if scenario.kill_point is not None and result is not None and result.kill_missed:
+        return KillReport(scenario.kill_point, False, result.kill_missed)
+    return None
 
 
 def _mentions_memory_error(log: Path) -> bool:

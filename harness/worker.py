@@ -6,9 +6,15 @@ it allocates (pyarrow pools, threads, children) counts against the cap.
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import signal
 import sys
 import time
 import traceback
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -24,6 +30,10 @@ from harness.spark import DEFAULT_MASTER
 from harness.writers import Operation, StepTimer, WriteJob, get_writer
 
 ErrorKind = Literal["bad_input", "memory", "write"]
+# Where a fault scenario has the worker SIGKILL itself: once the first step (batch) is staged, on
+# entering the first catalog commit, or once the commit that completes the operation returned.
+KillPoint = Literal["data-files", "before-commit", "after-commit"]
+EXIT_AS_SIGKILLED = 128 + signal.SIGKILL  # what a shell or a container reports for a SIGKILLed process
 
 
 class WorkerSpec(BaseModel):
@@ -39,6 +49,8 @@ class WorkerSpec(BaseModel):
     spark_master: str = DEFAULT_MASTER
     started_marker: Path
     result_path: Path
+    kill_at: KillPoint | None = None  # fault scenarios (crash-*): SIGKILL this process there
+    kill_note_path: Path | None = None  # the KillNote goes here just before the kill
 
 
 class WorkerResult(BaseModel):
@@ -51,6 +63,110 @@ class WorkerResult(BaseModel):
     batches: int = 0
     peak_rss_bytes: int | None = None
     versions: dict[str, str] = {}
+    kill_missed: str | None = None  # the write ended without reaching the kill point asked for: why
+
+
+class KillNote(WorkerResult):
+    """What the worker leaves just before it SIGKILLs itself: its one chance to tell what had landed."""
+
+    status: Literal["ok", "error"] = "error"
+    point: KillPoint
+    how: str = "SIGKILL"
+    rows: int  # rows of the source
+    rows_fed: int = 0  # rows the source had handed to the writer
+    rows_committed: int = 0  # rows the source had handed over when the writer's last commit returned
+    # The snapshot the writer's table object held (pyiceberg updates it in place on each commit):
+    # the last committed snapshot as the writer saw it, the one the table must be at afterwards.
+    committed_snapshot_id: int | None = None
+
+    def describe(self) -> str:
+        return (
+            f"killed by {self.how} at {self.point} as the scenario asked ({len(self.step_latencies_s)} "
+            f"steps, {len(self.commit_latencies_s)} commits returned; {self.rows_committed:,} of "
+            f"{self.rows:,} rows committed)"
+        )
+
+
+@dataclass
+class FedRows:
+    count: int = 0
+
+
+@dataclass(frozen=True)
+class CountedSource(ParquetSource):
+    """The same batches, counting the rows handed to the writer (what it could have committed)."""
+
+    fed: FedRows = dataclasses.field(default_factory=FedRows)
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        for batch in super().batches():
+            self.fed.count += batch.num_rows
+            yield batch
+
+
+@dataclass(kw_only=True)
+class KillingStepTimer(StepTimer):
+    """A StepTimer that SIGKILLs its own process at `note.point`: no writer needs to know.
+
+    A SIGKILL runs no cleanup (no `finally`, no `except BaseException`), which is the point: the
+    table and the files under it are left exactly as a crashed machine would leave them.
+    """
+
+    note: KillNote
+    note_path: Path
+    table: Table
+    source: CountedSource
+
+    @contextmanager
+    def step(self) -> Iterator[None]:
+        with super().step():
+            yield
+        self._reached("data-files")
+
+    def timed(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in super().timed(batches):
+            if self.steps:  # the consumer is done with a batch and asks for the next one
+                self._reached("data-files")
+            yield batch
+        if self.steps:  # a one-batch source: its only step just ended
+            self._reached("data-files")
+
+    @contextmanager
+    def commit(self) -> Iterator[None]:
+        self._reached("before-commit")
+        with super().commit():
+            yield
+        self.note.rows_committed = self.source.fed.count
+        self.note.committed_snapshot_id = self.table.metadata.current_snapshot_id
+        # A writer cannot commit rows it has not been given: once every row is fed, this commit
+        # completed the operation (the only one, or the last of a commit-per-batch writer).
+        if self.source.fed.count == self.source.rows:
+            self._reached("after-commit")
+
+    def missed(self) -> str:
+        """Why the write ended without reaching the point (the writer never reported it)."""
+        what = {
+            "data-files": "reported no step through the timer",
+            "before-commit": "never entered timer.commit()",
+            "after-commit": "had no timer.commit() return after it had been fed every row",
+        }[self.note.point]
+        return f"kill point {self.note.point} never reached: the writer {what}; the write ran to its end"
+
+    def _reached(self, point: KillPoint) -> None:
+        if point != self.note.point:
+            return
+        self.note.rows_fed = self.source.fed.count
+        self.note.step_latencies_s, self.note.commit_latencies_s = self.steps, self.commits
+        self.note.peak_rss_bytes = peak_rss_bytes()
+        # PID 1 (the worker in its container) ignores signals it has no handler for, even its own
+        # SIGKILL; os._exit ends it as abruptly (no finally, no atexit), with a SIGKILL's code 137.
+        if os.getpid() == 1:
+            self.note.how = f"os._exit({EXIT_AS_SIGKILLED}) (PID 1 of its container ignores its own SIGKILL)"
+        self.note_path.write_text(self.note.model_dump_json())
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+        os._exit(EXIT_AS_SIGKILLED)  # reached only as PID 1
 
 
 def check_schema(source: ParquetSource, table: Table, table_name: str) -> None:
@@ -88,20 +204,38 @@ def run(spec: WorkerSpec) -> WorkerResult:
     timer = StepTimer()
     try:
         table = load_catalog("icebench", **spec.catalog).load_table(spec.table)
-        source = ParquetSource.open(spec.source_dir, spec.batch_rows, spec.limit_rows)
+        source = CountedSource.open(spec.source_dir, spec.batch_rows, spec.limit_rows)
         check_schema(source, table, spec.table)
         result.batches = source.batch_count
+        if spec.kill_at is not None:
+            timer = killing_timer(spec, result, table, source)
         spec.started_marker.touch()
         start = time.perf_counter()
         job = WriteJob(table, source, spec.operation, spec.key_columns, spec.cap_bytes, spec.spark_master)
         writer.write(job, timer)
         result.write_s = time.perf_counter() - start
+        if isinstance(timer, KillingStepTimer):  # still alive: the point never came
+            result.kill_missed = timer.missed()
     except Exception as exc:
         traceback.print_exc()
         result.status, result.error, result.error_kind = "error", one_line(exc), _classify(exc)
     result.step_latencies_s, result.commit_latencies_s = timer.steps, timer.commits
     result.peak_rss_bytes = peak_rss_bytes()
     return result
+
+
+def killing_timer(
+    spec: WorkerSpec, result: WorkerResult, table: Table, source: CountedSource
+) -> KillingStepTimer:
+    assert spec.kill_at is not None and spec.kill_note_path is not None, "a kill point needs its note"
+    note = KillNote(
+        point=spec.kill_at,
+        rows=source.rows,
+        batches=result.batches,
+        versions=result.versions,
+        committed_snapshot_id=table.metadata.current_snapshot_id,  # until the writer commits
+    )
+    return KillingStepTimer(note=note, note_path=spec.kill_note_path, table=table, source=source)
 
 
 def peak_rss_bytes() -> int | None:

@@ -15,10 +15,12 @@ from pyiceberg.catalog import Catalog
 from pyiceberg.table import Table
 from pyiceberg.types import StringType
 
+from generators.checksum import Checksum
 from generators.manifest import DatasetManifest
 from generators.schema import EVOLVED_COLUMN, KEY_COLUMN
 from harness.source import ParquetSource
-from harness.writers.base import Operation
+from harness.worker import KillPoint
+from harness.writers.base import Operation, Writer
 
 KeyRanges = list[tuple[int, int]]
 
@@ -38,6 +40,30 @@ class Expectation(BaseModel):
     @classmethod
     def empty(cls) -> Expectation:
         return cls(rows=0, checksum=f"{0:016x}", key_ranges=[])
+
+    @classmethod
+    def of_prefix(cls, data: DataSet, rows: int | None) -> Expectation:
+        """The first `rows` rows of a set in file order (all of it for None), as a writer is fed them."""
+        if rows is None or rows >= data.manifest.rows:
+            return cls.of_set(data.manifest)
+        if rows <= 0:
+            return cls.empty()
+        # A prefix's checksum is not in the manifest, so derive it here.
+        checksum = Checksum()
+        for batch in ParquetSource.open(data.directory, 65_536, rows).batches():
+            checksum.update(batch)
+        first_key = data.manifest.key_ranges[0][0]
+        return cls(rows=rows, checksum=checksum.hex, key_ranges=[(first_key, first_key + rows - 1)])
+
+    def plus(self, other: Expectation) -> Expectation:
+        """Both sets of rows in one table (their keys must be disjoint)."""
+        checksum = Checksum.from_hex(self.checksum, self.rows) + Checksum.from_hex(other.checksum, other.rows)
+        return Expectation(
+            rows=checksum.rows,
+            checksum=checksum.hex,
+            key_ranges=self.key_ranges + other.key_ranges,
+            gone_key_ranges=self.gone_key_ranges + other.gone_key_ranges,
+        )
 
 
 @dataclass(frozen=True)
@@ -60,10 +86,20 @@ class Scenario(ABC):
     key_columns: ClassVar[tuple[str, ...]] = (KEY_COLUMN,)
     # Whether the oracle can judge a run fed only a prefix of the source (`scale` needs that).
     accepts_row_limit: ClassVar[bool] = False
+    # In the matrix when no scenarios are named (`make bench`, the CI gate).
+    in_default_matrix: ClassVar[bool] = True
+    # Fault scenarios: where the worker is SIGKILLed (see scenarios/crash_mid_write.py).
+    kill_point: ClassVar[KillPoint | None] = None
 
     @property
     def needs(self) -> tuple[str, ...]:
         return tuple(s for s in (self.initial_set, self.source_set) if s)
+
+    def unsupported_reason(self, writer: type[Writer]) -> str | None:
+        """None when `writer` can run this scenario, else why not (recorded as unsupported)."""
+        if not writer.supports(self.operation):
+            return f"{writer.name} does not support {self.operation}"
+        return None
 
     def table_identifier(self, namespace: str) -> str:
         return f"{namespace}.{self.name.replace('-', '_')}"

@@ -55,6 +55,16 @@ class TableState:
     metadata_files: dict[str, int]  # path -> bytes, everything under <table>/metadata
 
 
+@dataclass(frozen=True)
+class KillReport:
+    """A fault scenario's kill of the worker, as the runner established it."""
+
+    point: str
+    killed: bool  # the worker was killed at `point`, as the scenario asked (the exit code shows it)
+    evidence: str  # one line: the kill and what had landed by then, or why it never came
+    committed_snapshot_id: int | None = None  # the last snapshot the writer saw committed
+
+
 @dataclass
 class TableContent:
     rows: int
@@ -104,6 +114,40 @@ def read_content(table: Table) -> TableContent:
     )
 
 
+def orphan_files(table: Table) -> dict[str, int]:
+    """Files under the table's location that none of its metadata reaches (path -> bytes).
+
+    Reachable: the current and logged metadata files, statistics files, every snapshot's
+    manifest list, its manifests, and every file their entries name (deleted entries too).
+    What is left was written by a writer that never committed it: reported, never deleted.
+    """
+    metadata = table.metadata
+    reachable = {table.metadata_location, *(entry.metadata_file for entry in metadata.metadata_log)}
+    statistics = [*metadata.statistics, *metadata.partition_statistics]
+    reachable.update(stats.statistics_path for stats in statistics)
+    for snapshot in metadata.snapshots:
+        reachable.add(snapshot.manifest_list)
+        for manifest in snapshot.manifests(table.io):
+            if manifest.manifest_path in reachable:  # shared by later snapshots: read it once
+                continue
+            reachable.add(manifest.manifest_path)
+            entries = manifest.fetch_manifest_entry(table.io, discard_deleted=False)
+            reachable.update(entry.data_file.file_path for entry in entries)
+    # Compared as the filesystem lists them (no scheme; bucket/key on S3).
+    listed_as = {PyArrowFileIO.parse_location(path)[2] for path in reachable}
+    files = _list_files(table, table.location())
+    return {path: size for path, size in files.items() if _checksummed_file(path) not in listed_as}
+
+
+def _checksummed_file(path: str) -> str:
+    """Hadoop's local filesystem (Spark's writes) puts a `.NAME.crc` beside every NAME: to it the
+    pair is one file, so a sidecar is an orphan exactly when its file is. Any other path: itself."""
+    folder, _, name = path.rpartition("/")
+    if name.startswith(".") and name.endswith(".crc"):
+        return f"{folder}/{name[1 : -len('.crc')]}"
+    return path
+
+
 def table_metrics(before: TableState, after: TableState, content: TableContent) -> dict[str, int]:
     new_metadata = {
         path: size for path, size in after.metadata_files.items() if path not in before.metadata_files
@@ -126,18 +170,24 @@ def judge(
     single_commit: bool,
     verify_with: str = "pyiceberg",
     spark_master: str = DEFAULT_MASTER,
+    kill: KillReport | None = None,
 ) -> tuple[Verdict, dict[str, int]]:
-    """Checks the table against `expected` (the promised result, or the untouched table on error).
+    """Checks the table against `expected` (the promised result, or the untouched table on error;
+    after a kill, what the writer had committed when it died).
 
     With `verify_with="spark"` Spark reads the table too and must reach pyiceberg's checksum.
     """
     after = capture_state(table)
     content = read_content(table)
     metrics = table_metrics(before, after, content)
+    orphans = orphan_files(table)
+    metrics.update(orphan_files=len(orphans), orphan_bytes=sum(orphans.values()))
     checks = _content_checks(content, expected) + _file_checks(table, content)
     if verify_with == "spark":
         checks.append(_spark_agrees(table, content, spark_master))
-    if error is None:
+    if kill is not None:
+        checks.extend(_kill_checks(kill, after))
+    elif error is None:
         checks.append(
             Check(
                 name="snapshots_added",
@@ -171,6 +221,24 @@ def judge(
             )
         )
     return Verdict(passed=all(c.passed for c in checks), checks=checks), metrics
+
+
+def _kill_checks(kill: KillReport, after: TableState) -> list[Check]:
+    if not kill.killed:  # the scenario did not do what it says: the table was judged as a plain append
+        return [_failed("killed_at_point", kill.evidence)]
+    at_last = after.current_snapshot_id == kill.committed_snapshot_id
+    return [
+        Check(name="killed_at_point", passed=True, expected=kill.point, actual=kill.evidence),
+        Check(
+            name="at_last_committed_snapshot",
+            passed=at_last,
+            expected=kill.committed_snapshot_id,
+            actual=after.current_snapshot_id,
+            reason=None
+            if at_last
+            else "the table is not at the last snapshot the writer saw committed before it was killed",
+        ),
+    ]
 
 
 def unreadable_verdict(error: str | None, problem: str) -> Verdict:

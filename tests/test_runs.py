@@ -17,7 +17,8 @@ def plan(runner, scenario: str, writer: str, sets) -> RunPlan:
 
 # Spark writers start a JVM per run: tests/test_spark.py covers them on every scenario.
 @pytest.mark.parametrize("writer", [name for name, w in writers().items() if "pyspark" not in w.libraries])
-@pytest.mark.parametrize("scenario", list(scenarios()))
+# The crash scenarios (out of the default matrix) have tests/test_faults.py.
+@pytest.mark.parametrize("scenario", [name for name, s in scenarios().items() if s.in_default_matrix])
 def test_writer_scenario_verdict(runner, tiny_sets, scenario, writer, expected_outcome):
     record = runner.run(plan(runner, scenario, writer, tiny_sets))
     status, passed = expected_outcome(scenario, writer)

@@ -1,0 +1,141 @@
+"""crash-mid-write on `tiny`: every pyiceberg writer SIGKILLed at each point, the table judged after.
+
+The table holds the replacement set (10,000 rows) before the append of the base set (5 batches
+of 2,000 rows). What must be there afterwards is stated here from what each writer does, not
+taken from the worker's note, so a wrong note cannot excuse a wrong table.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from harness.launcher import Launch
+from harness.matrix import MatrixConfig
+from harness.runner import RunPlan, read_kill_note
+from harness.stacks import close_catalog
+from harness.worker import KillNote, WorkerSpec, run
+from harness.writers import Operation, StepTimer, WriteJob, Writer, writers
+from scenarios import get_scenario, scenarios
+
+CRASH_SCENARIOS = {cls.kill_point: name for name, cls in scenarios().items() if cls.kill_point}
+PYICEBERG_WRITERS = [n for n, w in writers().items() if w.__module__.startswith("harness.writers.pyiceberg_")]
+# They write data files (and stage manifests) before their catalog commit: a kill before it
+# strands them. The others write inside the commit call (or, commit-per-batch, commit each batch).
+STAGE_FILES_BEFORE_COMMIT = {
+    "pyiceberg-add-files",
+    "pyiceberg-fast-append",
+    "pyiceberg-fast-append-naive",
+    "pyiceberg-txn-batches",
+}
+
+
+def rows_committed_at_kill(writer: str, point: str, batch_rows: int, rows: int) -> int:
+    if point == "after-commit":
+        return rows
+    if point == "data-files" and writer == "pyiceberg-commit-per-batch":
+        return batch_rows  # its first step ends with the first batch's own commit
+    return 0
+
+
+def test_three_crash_points_are_scenarios_outside_the_default_matrix():
+    assert set(CRASH_SCENARIOS) == {"data-files", "before-commit", "after-commit"}
+    assert MatrixConfig().resolved().scenarios == ["append", "replace", "schema-evolution-upsert", "upsert"]
+    assert MatrixConfig(scenarios=["crash-before-commit"]).resolved().scenarios == ["crash-before-commit"]
+
+
+@pytest.mark.parametrize("point", list(CRASH_SCENARIOS))
+@pytest.mark.parametrize("writer", PYICEBERG_WRITERS)
+def test_killed_writer_leaves_the_last_committed_snapshot(runner, tiny_sets, expected_outcome, writer, point):
+    scenario = CRASH_SCENARIOS[point]
+    batch_rows = runner.settings.batch_rows
+    record = runner.run(RunPlan(scenario, writer, "tiny", tiny_sets, batch_rows, cap_bytes=1 << 30))
+    checks = {c.name: c for c in record.verdict.checks}
+    failed = [f"{c.name}: {c.reason}" for c in record.verdict.failed]
+    status, passed = expected_outcome(scenario, writer)
+
+    assert record.status == status == "error"
+    assert record.error.startswith(f"killed by SIGKILL at {point} as the scenario asked"), record.error
+    assert checks["killed_at_point"].passed
+    assert checks["at_last_committed_snapshot"].passed, checks["at_last_committed_snapshot"]
+    initial_rows = tiny_sets["replacement"].manifest.rows
+    committed = rows_committed_at_kill(writer, point, batch_rows, tiny_sets["base"].manifest.rows)
+    assert checks["row_count"].actual == initial_rows + committed
+    assert (record.snapshots_added > 0) == (committed > 0)
+    assert record.verdict.passed is passed, failed
+    if not passed:  # the naive trap committed one file name five times: the duplicates are the evidence
+        duplicated = {"keys_unique", "content_checksum", "data_files_listed_once"}
+        assert duplicated <= {c.name for c in record.verdict.failed}
+
+    # Orphans: counted, never deleted. A commit that returned leaves nothing unreachable.
+    if point == "after-commit":
+        assert record.orphan_files == record.orphan_bytes == 0
+    else:
+        assert (record.orphan_files > 0) == (writer in STAGE_FILES_BEFORE_COMMIT), record.orphan_files
+        assert (record.orphan_bytes > 0) == (record.orphan_files > 0)
+
+
+@pytest.mark.parametrize("writer", ["spark", "dlt"])
+def test_engines_without_batch_steps_are_recorded_unsupported_with_the_reason(runner, tiny_sets, writer):
+    if writer not in writers():
+        pytest.skip(f"no {writer} writer here")
+    plan = RunPlan("crash-before-commit", writer, "tiny", tiny_sets, 2_000, cap_bytes=1 << 30)
+    record = runner.run(plan)
+    assert record.status == "unsupported" and record.verdict is None
+    assert "does not support crash-before-commit" in record.error and "not batches" in record.error
+
+
+class NoTimerWriter(Writer):
+    """Appends without telling the timer anything: no kill point can be reached."""
+
+    name = "no-timer"
+    description = "table.append of the whole source, no steps, no commits reported"
+    operations = frozenset({Operation.APPEND})
+    single_commit = True
+
+    def write(self, job: WriteJob, timer: StepTimer) -> None:
+        job.table.append(job.source.read_all())
+
+
+def test_a_kill_point_the_writer_never_reaches_is_reported_not_faked(
+    runner, tiny_sets, tmp_path, monkeypatch
+):
+    def must_not_kill(pid: int, sig: int) -> None:
+        raise AssertionError("the worker tried to kill itself")
+
+    monkeypatch.setattr("harness.worker.os.kill", must_not_kill)  # this runs inside pytest
+    monkeypatch.setattr("harness.worker.get_writer", lambda name: NoTimerWriter)
+    scenario = get_scenario("crash-before-commit")()
+    run_catalog = runner.stack.catalog_for_run(tmp_path, "never")
+    catalog = run_catalog.open()
+    scenario.prepare(catalog, run_catalog.namespace, tiny_sets)
+    close_catalog(catalog)
+    spec = WorkerSpec(
+        catalog=run_catalog.properties,
+        table=scenario.table_identifier(run_catalog.namespace),
+        writer="no-timer",
+        operation=scenario.operation,
+        key_columns=list(scenario.key_columns),
+        source_dir=tiny_sets["base"].directory,
+        batch_rows=2_000,
+        started_marker=tmp_path / "started",
+        result_path=tmp_path / "result.json",
+        kill_at="before-commit",
+        kill_note_path=tmp_path / "kill-note.json",
+    )
+    result = run(spec)
+    assert result.status == "ok" and result.error is None
+    assert result.kill_missed.startswith("kill point before-commit never reached")
+    assert "never entered timer.commit()" in result.kill_missed
+    assert not spec.kill_note_path.exists()
+
+
+@pytest.mark.parametrize(("returncode", "believed"), [(-9, True), (137, True), (0, False), (1, False)])
+def test_a_kill_note_counts_only_with_the_sigkill_exit_code(tmp_path: Path, returncode: int, believed: bool):
+    note_path = tmp_path / "kill-note.json"
+    note_path.write_text(KillNote(point="before-commit", rows=10).model_dump_json())
+    spec = WorkerSpec(
+        catalog={}, table="t", writer="w", operation=Operation.APPEND, key_columns=[], source_dir=tmp_path,
+        batch_rows=1, started_marker=tmp_path / "s", result_path=tmp_path / "r", kill_note_path=note_path,
+    )  # fmt: skip
+    launch = Launch(returncode=returncode, wall_s=1.0, peak_memory_bytes=None, oom_kills=0, timed_out=False)
+    assert (read_kill_note(spec, launch) is not None) is believed

@@ -19,6 +19,7 @@ from generators.presets import PRESETS, get_preset
 from generators.wide import generate_base
 from harness.caps import ISOLATIONS, format_size, parse_size, resolve_isolation
 from harness.datasets import data_set
+from harness.envs import variants
 from harness.errors import IcebenchError
 from harness.matrix import (
     MatrixConfig,
@@ -26,7 +27,7 @@ from harness.matrix import (
     load_matrix_config,
     prepare_data,
     run_matrix,
-    run_scale,
+    run_scales,
 )
 from harness.results import ResultsStore, environment, read_runs, read_scales
 from harness.runner import Runner, RunPlan
@@ -40,6 +41,9 @@ from reports.report import Report, write_report
 from reports.summary import scale_table, summary_markdown, summary_table
 from scenarios import get_scenario, scenarios
 from scenarios.base import DataSets
+
+# Writer libraries whose versions a run can vary (--pyiceberg 0.9.1,0.12.0).
+VERSIONED_LIBRARIES = ("pyiceberg", "dlt")
 
 # Wide enough for the summary table when output goes to a file or CI log.
 console = Console(width=None if sys.stdout.isatty() else 200)
@@ -61,6 +65,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--isolation", choices=ISOLATIONS)
     parser.add_argument("--stack", help=f"where tables live: {', '.join(stacks())} (default: embedded)")
     parser.add_argument("--batch-rows", type=int, help="rows per batch handed to the writer")
+    for library in VERSIONED_LIBRARIES:
+        parser.add_argument(
+            f"--{library}",
+            metavar="VERSIONS",
+            help=f"run the workers with each of these {library} versions (comma-separated), in turn",
+        )
     parser.add_argument(
         "--profile", choices=("memray",), help="record worker allocations; the report links a flame graph"
     )
@@ -184,6 +194,12 @@ def _settings(args: argparse.Namespace) -> Settings:
         batch_rows=args.batch_rows,
         verify_with=args.verify_with,
         profile=args.profile,
+        library_versions={
+            library: [v.strip() for v in getattr(args, library).split(",") if v.strip()]
+            for library in VERSIONED_LIBRARIES
+            if getattr(args, library)
+        }
+        or None,
         spark_master=args.spark_master,
         results_dir=args.results,
         keep_warehouse=args.keep_warehouse,
@@ -301,11 +317,15 @@ def cmd_run(args: argparse.Namespace) -> None:
         _session(settings) as (store, stack),
         console.status(f"{args.scenario} x {args.writer} on {stack.name}: set-up, capped worker, oracle"),
     ):
-        record = Runner(settings, store, stack).run(plan)
-    console.print(summary_table([record], title=f"icebench run {store.run_id}"))
-    for check in record.verdict.failed if record.verdict else []:
-        upstream = f" [{check.upstream}]" if check.upstream else ""
-        console.print(f"  [red]failed[/] {check.name}: {check.reason}{upstream}")
+        records = [
+            Runner(settings, store, stack, variant).run(plan)
+            for variant in variants(settings.library_versions)
+        ]
+    console.print(summary_table(records, title=f"icebench run {store.run_id}"))
+    for record in records:
+        for check in record.verdict.failed if record.verdict else []:
+            upstream = f" [{check.upstream}]" if check.upstream else ""
+            console.print(f"  [red]failed[/] {check.name}: {check.reason}{upstream}")
     console.print(f"results: {store.runs_path}")
 
 
@@ -398,19 +418,17 @@ def cmd_scale(args: argparse.Namespace) -> None:
         get_writer(name)
     get_scenario(args.scenario)
     with _session(settings) as (store, stack):
-        for name in names:
-            result = run_scale(
-                settings,
-                writer=name,
-                scenario=args.scenario,
-                preset=args.preset,
-                batch_counts=args.batches,
-                batch_rows=args.batch_rows,
-                store=store,
-                stack=stack,
-                console=console,
-            )
-            console.print(scale_table(result))
+        run_scales(
+            settings,
+            names,
+            scenario=args.scenario,
+            preset=args.preset,
+            batch_counts=args.batches,
+            batch_rows=args.batch_rows,
+            store=store,
+            stack=stack,
+            console=console,
+        )
     console.print(f"results: {store.folder}")
     if args.report:
         _print_report(write_report(store.folder))

@@ -109,9 +109,11 @@ def launch_worker(
     sample_interval_s: float,
     timeline_points: int,
     python_arguments: list[str],
+    python: Path | None = None,
 ) -> Launch:
-    """The worker as a child process in its own process group, moved into the cap before exec."""
-    command = [*cap.launch_prefix(), sys.executable, *python_arguments, str(spec_path)]
+    """The worker as a child process in its own process group, moved into the cap before exec;
+    `python` is another environment's interpreter (a library version variant)."""
+    command = [*cap.launch_prefix(), str(python or sys.executable), *python_arguments, str(spec_path)]
     with log_path.open("ab") as log:
         start = time.perf_counter()
         process = subprocess.Popen(

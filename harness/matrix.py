@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rich.console import Console
@@ -13,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from generators.presets import get_preset
 from harness.caps import parse_size
 from harness.datasets import DataCache
+from harness.envs import Variant, variants
 from harness.errors import IcebenchError
 from harness.growth import growth_class, growth_exponent, tail_exponent
 from harness.results import ResultsStore, RunRecord, ScalePoint, ScaleResult
@@ -98,10 +100,48 @@ def run_matrix(
     settings: Settings, config: MatrixConfig, store: ResultsStore, stack: Stack, console: Console
 ) -> list[RunRecord]:
     config = config.resolved()
+    records: list[RunRecord] = []
+    for variant in variants(settings.library_versions):
+        records += _run_matrix_once(settings, config, Runner(settings, store, stack, variant), console)
+    console.print(summary_table(records, title=f"icebench matrix {store.run_id}"))
+    if config.scale_writers:
+        preset = config.presets[0]
+        rows = prepare_data(settings, preset, ["base"], console)["base"].manifest.rows
+        run_scales(
+            settings,
+            config.scale_writers,
+            scenario="append",
+            preset=preset,
+            batch_counts=config.scale_batches,
+            batch_rows=min(config.scale_batch_rows, rows // max(config.scale_batches)),
+            store=store,
+            stack=stack,
+            console=console,
+        )
+    return records
+
+
+def run_scales(
+    settings: Settings, writer_names: list[str], *, console: Console, **scale: Any
+) -> list[ScaleResult]:
+    """run_scale() for each writer and each library variant, each fit's table printed."""
+    results = []
+    for writer in writer_names:
+        for variant in variants(settings.library_versions):
+            result = run_scale(settings, writer=writer, console=console, variant=variant, **scale)
+            console.print(scale_table(result))
+            results.append(result)
+    return results
+
+
+def _run_matrix_once(
+    settings: Settings, config: MatrixConfig, runner: Runner, console: Console
+) -> list[RunRecord]:
+    """Every preset x scenario x writer (x repeat) with one runner, i.e. one library variant."""
     cap = parse_size(settings.memory)
-    runner = Runner(settings, store, stack)
     needed = sorted({s for name in config.scenarios for s in get_scenario(name)().needs})
     records: list[RunRecord] = []
+    label = f" [{runner.variant.label}]" if runner.variant else ""
     for preset in config.presets:
         sets = prepare_data(settings, preset, needed, console)
         plans = [  # whole rounds one after the other, so slow spells spread over every pair
@@ -111,7 +151,7 @@ def run_matrix(
             for writer in config.writers
         ]
         with progress_bar(console) as progress:
-            task = progress.add_task(f"matrix {preset}", total=len(plans))
+            task = progress.add_task(f"matrix {preset}{label}", total=len(plans))
             for plan in plans:
                 progress.update(task, description=f"{preset}: {plan.scenario} x {plan.writer}")
                 record = runner.run(plan)
@@ -120,22 +160,6 @@ def run_matrix(
                     f"  {plan.scenario:<24} {plan.writer:<30} {record.status:<11} {_verdict_word(record)}"
                 )
                 progress.advance(task)
-    console.print(summary_table(records, title=f"icebench matrix {store.run_id}"))
-    for writer in config.scale_writers:
-        preset = config.presets[0]
-        rows = prepare_data(settings, preset, ["base"], console)["base"].manifest.rows
-        result = run_scale(
-            settings,
-            writer=writer,
-            scenario="append",
-            preset=preset,
-            batch_counts=config.scale_batches,
-            batch_rows=min(config.scale_batch_rows, rows // max(config.scale_batches)),
-            store=store,
-            stack=stack,
-            console=console,
-        )
-        console.print(scale_table(result))
     return records
 
 
@@ -156,6 +180,7 @@ def run_scale(
     store: ResultsStore,
     stack: Stack,
     console: Console,
+    variant: Variant | None = None,
 ) -> ScaleResult:
     """Same batch size, more batches: total write time vs batch count on log-log axes."""
     get_writer(writer)
@@ -172,7 +197,7 @@ def run_scale(
             f"{max(batch_counts)} batches of {batch_rows} rows need more than the {rows} rows "
             f"of preset {preset}"
         )
-    runner = Runner(settings, store, stack)
+    runner = Runner(settings, store, stack, variant)
     cap = parse_size(settings.memory)
     points = []
     with progress_bar(console) as progress:
@@ -210,6 +235,7 @@ def run_scale(
         growth_exponent=exponent,
         growth_class=growth_class(exponent) if exponent is not None else None,
         tail_exponent=tail_exponent(counts, totals) if fits else None,
+        variant=variant.label if variant else None,
     )
     store.append_scale(result)
     return result

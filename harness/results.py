@@ -30,6 +30,7 @@ class RunRecord(BaseModel):
     writer: str
     preset: str
     repeat: int = 0  # 0, 1, ... for repeated runs of one pair (matrix --repeat)
+    variant: str | None = None  # e.g. "pyiceberg 0.9.1": the workers ran with that version
     stack: str
     operation: str
     status: Status
@@ -84,6 +85,7 @@ class ScaleResult(BaseModel):
     growth_exponent: float | None
     growth_class: str | None
     tail_exponent: float | None
+    variant: str | None = None  # e.g. "pyiceberg 0.9.1"
 
 
 def new_run_id() -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness.caps import CgroupCap, format_size, make_cap, resolve_isolation
 from harness.container import launch_container
+from harness.envs import Variant, library_env
 from harness.errors import IcebenchError, one_line
 from harness.growth import late_early_ratio
 from harness.launcher import Launch, launch_worker
@@ -43,12 +44,20 @@ class WorkerCouldNotStart(IcebenchError):
 
 
 class Runner:
-    def __init__(self, settings: Settings, store: ResultsStore, stack: Stack) -> None:
+    def __init__(
+        self, settings: Settings, store: ResultsStore, stack: Stack, variant: Variant | None = None
+    ) -> None:
         self.settings = settings
         self.store = store
         self.stack = stack
         self.count = 0
         self.isolation = resolve_isolation(settings.isolation)
+        self.variant = variant
+        self.python: Path | None = None  # the worker's interpreter; None: this one
+        if variant is not None:
+            if self.isolation == "docker":
+                raise IcebenchError(f"--{variant.library} versions run in local environments, not containers")
+            self.python = library_env(variant.library, variant.version, settings.data_dir.parent / "envs")
         if settings.verify_with == "spark" and (why := spark_supports(stack.catalog_shape)):
             raise IcebenchError(f"--verify-with spark cannot read {stack.name} tables: {why}")
 
@@ -130,6 +139,7 @@ class Runner:
             isolation=self.isolation if plan.cap_bytes else "none",
             versions=writer.versions(),
             verified_with=self.settings.verify_with,
+            variant=self.variant.label if self.variant else None,
             started_at=now_iso(),
         )
 
@@ -194,7 +204,7 @@ class Runner:
                     **limits,
                 )  # fmt: skip
             else:
-                launched = launch_worker(cap, spec_path, work / "worker.log", **limits)
+                launched = launch_worker(cap, spec_path, work / "worker.log", python=self.python, **limits)
         finally:
             cap.close()
         result = None

@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     profile: Literal["memray"] | None = Field(
         None, description="record the worker's allocations (memray, native frames) and a flame graph"
     )
+    library_versions: dict[str, list[str]] = Field(
+        {}, description="run the workers with these versions of a writer library, e.g. pyiceberg"
+    )
     update_ratio: float = Field(0.2, ge=0, le=1)
     insert_ratio: float = Field(0.1, ge=0, le=10)
 

@@ -72,12 +72,15 @@ class Baseline(BaseModel):
 
 
 def run_key(record: RunRecord) -> str:
-    return KEY_SEPARATOR.join((record.scenario, record.writer, record.preset, record.stack))
+    """scenario|writer|preset|stack, and |variant for runs with another library version."""
+    parts = (record.scenario, record.writer, record.preset, record.stack, record.variant)
+    return KEY_SEPARATOR.join(part for part in parts if part)
 
 
 def scale_key(result: ScaleResult) -> str:
     # Scale results carry no stack; the batch counts and sizes are in the aggregate.
-    return KEY_SEPARATOR.join((result.scenario, result.writer, result.preset))
+    parts = (result.scenario, result.writer, result.preset, result.variant)
+    return KEY_SEPARATOR.join(part for part in parts if part)
 
 
 def _median(values: Iterable[float | None]) -> float | None:

@@ -183,11 +183,20 @@ def _key_headers(kind: Kind) -> list[str]:
     return ["scenario", "writer", "preset"] + (["stack"] if kind == "run" else [])
 
 
+def _key_cells(key: str, kind: Kind) -> list[str]:
+    """The key's parts under their headers; a library variant (a last, extra part) joins the writer."""
+    parts = key.split(KEY_SEPARATOR)
+    width = len(_key_headers(kind))
+    if len(parts) > width:
+        parts[1] = f"{parts[1]} [{parts[width]}]"
+    return parts[:width]
+
+
 def _table_rows(rows: Sequence[KeyComparison], kind: Kind, markup: bool) -> list[list[str]]:
     metrics = RUN_METRICS if kind == "run" else SCALE_METRICS
     cells = []
     for row in (r for r in rows if r.kind == kind):
-        line = [*row.key.split(KEY_SEPARATOR), _status_cell(row)]
+        line = [*_key_cells(row.key, kind), _status_cell(row)]
         line += [_metric_cell(m, row.metrics[m.name], markup) for m in metrics]
         if kind == "run":
             line.append(_checks_cell(row, markup))

@@ -25,11 +25,11 @@ from harness.writers import writers
 
 MIB = 2**20
 STATUS_COLOURS = {"ok": "#4c72b0", "oom": "#c44e52", "error": "#8c8c8c"}
-RunKey = tuple[str, str, str, str]  # scenario, writer, preset, stack
+RunKey = tuple[str, str, str, str, str | None]  # scenario, writer, preset, stack, variant
 
 
 def run_key(record: RunRecord) -> RunKey:
-    return record.scenario, record.writer, record.preset, record.stack
+    return record.scenario, record.writer, record.preset, record.stack, record.variant
 
 
 def representatives(records: Iterable[RunRecord]) -> list[RunRecord]:
@@ -54,7 +54,13 @@ def png_bytes(figure: Figure) -> bytes:
 
 
 def _label(record: RunRecord, several_presets: bool) -> str:
-    return f"{record.writer} [{record.preset}]" if several_presets else record.writer
+    """The writer, with the library variant and the preset where they tell runs apart."""
+    tags = [tag for tag in (record.variant, record.preset if several_presets else None) if tag]
+    return f"{record.writer} [{', '.join(tags)}]" if tags else record.writer
+
+
+def _scale_label(scale: ScaleResult) -> str:
+    return f"{scale.writer} [{scale.variant}]" if scale.variant else scale.writer
 
 
 def _colours(labels: Iterable[str]) -> dict[str, str]:
@@ -92,24 +98,25 @@ def latency_figure(records: Sequence[RunRecord]) -> Figure | None:
     longest: dict[tuple[str, str], RunRecord] = {}
     for record in records:
         if len(record.step_latencies_s) >= 3 and record.late_early_ratio is not None:
-            key = (record.scenario, record.writer)
+            key = (record.scenario, _label(record, several_presets=False))
             if key not in longest or len(record.step_latencies_s) > len(longest[key].step_latencies_s):
                 longest[key] = record
     if not longest:
         return None
     panels = _by_scenario(list(longest.values()))
-    colours = _colours(r.writer for r in longest.values())
+    colours = _colours(_label(r, several_presets=False) for r in longest.values())
     figure, axes = _panels(len(panels))
     for axis, (scenario, runs) in zip(axes, panels.items(), strict=True):
         for record in sorted(runs, key=lambda r: r.writer):
-            colour = colours[record.writer]
+            label = _label(record, several_presets=False)
+            colour = colours[label]
             steps = [value * 1000 for value in record.step_latencies_s]
-            axis.plot(range(1, len(steps) + 1), steps, label=f"{record.writer} steps", lw=1.2, color=colour)
+            axis.plot(range(1, len(steps) + 1), steps, label=f"{label} steps", lw=1.2, color=colour)
             if len(record.commit_latencies_s) >= 3:
                 commits = [value * 1000 for value in record.commit_latencies_s]
                 axis.plot(
                     range(1, len(commits) + 1), commits, ls="--", lw=1, color=colour,
-                    label=f"{record.writer} commits",
+                    label=f"{label} commits",
                 )  # fmt: skip
         axis.set_title(f"{scenario}: latency per step / commit")
         axis.set_xlabel("step or commit index")
@@ -127,12 +134,14 @@ def scale_figure(scales: Sequence[ScaleResult]) -> Figure | None:
     if not fitted:
         return None
     figure, axis = plt.subplots(figsize=(7, 4.5), layout="constrained")
-    colours = _colours(scale.writer for scale in fitted)
+    colours = _colours(_scale_label(scale) for scale in fitted)
     for scale in fitted:
         points = [(p.batches, p.write_s) for p in scale.points if p.status == "ok" and p.write_s]
         counts, totals = zip(*points, strict=True)
-        colour = colours[scale.writer]
-        label = f"{scale.writer} ({scale.scenario}, {scale.preset}): exponent {scale.growth_exponent:.2f}"
+        colour = colours[_scale_label(scale)]
+        label = (
+            f"{_scale_label(scale)} ({scale.scenario}, {scale.preset}): exponent {scale.growth_exponent:.2f}"
+        )
         axis.plot(counts, totals, "o-", color=colour, label=f"{label}, {scale.growth_class}")
         # The fitted power law through the geometric centre of the points.
         centre_x = statistics.geometric_mean(counts)

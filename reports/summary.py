@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
 
+from rich.markup import escape
 from rich.table import Table
 
 from harness.caps import format_size
@@ -39,7 +40,7 @@ def _metadata(r: RunRecord) -> str:
 # header, right-aligned, cell text
 COLUMNS: list[tuple[str, bool, Callable[[RunRecord], str]]] = [
     ("scenario", False, lambda r: r.scenario),
-    ("writer", False, lambda r: r.writer),
+    ("writer", False, lambda r: r.writer + (f" [{r.variant}]" if r.variant else "")),
     ("status", False, lambda r: r.status),
     ("peak mem", True, lambda r: format_size(r.peak_memory_bytes)),
     ("peak rss", True, lambda r: format_size(r.peak_rss_bytes)),
@@ -59,7 +60,7 @@ def summary_table(records: Iterable[RunRecord], title: str = "icebench") -> Tabl
         table.add_column(header, justify="right" if right else "left")
     table.add_column("verdict")
     for r in records:
-        cells = [cell(r) for _, _, cell in COLUMNS]
+        cells = [escape(cell(r)) for _, _, cell in COLUMNS]  # "[pyiceberg 0.9.1]" is no style
         cells[2] = f"[{STATUS_STYLE[r.status]}]{r.status}[/]"
         table.add_row(*cells, verdict_text(r))
     return table
@@ -118,7 +119,11 @@ def scale_rows(result: ScaleResult) -> tuple[list[str], list[list[str]], set[int
 
 
 def scale_title(result: ScaleResult) -> str:
-    title = f"scale {result.writer} / {result.scenario} / {result.preset}, {result.batch_rows} rows per batch"
+    variant = f" [{result.variant}]" if result.variant else ""
+    title = (
+        f"scale {result.writer}{variant} / {result.scenario} / {result.preset}, "
+        f"{result.batch_rows} rows per batch"
+    )
     if result.growth_exponent is not None and result.tail_exponent is not None:
         title += (
             f"; growth_exponent {result.growth_exponent:.2f} ({result.growth_class}), "
@@ -128,7 +133,7 @@ def scale_title(result: ScaleResult) -> str:
 
 
 def scale_table(result: ScaleResult) -> Table:
-    table = Table(title=scale_title(result).replace("; ", "\n"), header_style="bold")
+    table = Table(title=escape(scale_title(result)).replace("; ", "\n"), header_style="bold")
     headers, rows, _ = scale_rows(result)
     for column in headers:
         table.add_column(column, justify="right")

@@ -1,0 +1,61 @@
+"""Library version variants (--pyiceberg 0.9.1,0.12.0): each version in its own cached environment
+layered over the main one, its runs labelled, side by side in results, baselines and reports."""
+
+import pytest
+
+from harness.cli import main
+from harness.envs import Variant, installed_version, library_env
+from harness.errors import IcebenchError
+from harness.results import ResultsStore, read_runs
+from harness.runner import Runner
+from harness.stacks.embedded import EmbeddedStack
+from reports.baseline import build_baseline, newest_results_folder
+
+OLD = "0.9.1"
+# pyiceberg 0.9.1 collects decimal(p <= 18) statistics as INT64 only, so it cannot append Arrow
+# decimals that pyarrow stores as FIXED_LEN_BYTE_ARRAY; 0.12 can.
+OLD_DECIMAL_ERROR = "Unexpected physical type FIXED_LEN_BYTE_ARRAY for decimal(10, 3), expected INT64"
+
+pytestmark = pytest.mark.usefixtures("cli_settings")
+
+
+def test_an_environment_per_version_is_built_once(settings):
+    root = settings.data_dir.parent / "envs"
+    python = library_env("pyiceberg", OLD, root)
+    assert installed_version(python, "pyiceberg") == OLD
+    assert library_env("pyiceberg", OLD, root) == python  # cached: no second install
+
+
+def test_versions_side_by_side_show_the_decimal_difference(capsys, settings, tiny_sets):
+    code = main(
+        ["run", "--scenario", "append", "--writer", "pyiceberg-table", "--preset", "tiny",
+         "--memory", "1g", "--pyiceberg", f"{OLD},0.12.0"]
+    )  # fmt: skip
+    assert code == 0
+    folder = newest_results_folder(settings.results_dir)
+    old, new = read_runs(folder)
+    assert (old.variant, old.versions["pyiceberg"]) == (f"pyiceberg {OLD}", OLD)
+    assert (new.variant, new.versions["pyiceberg"]) == ("pyiceberg 0.12.0", "0.12.0")
+    assert old.status == "error" and OLD_DECIMAL_ERROR in old.error
+    assert {c.name: c for c in old.verdict.checks}["table_unchanged_after_failure"].passed
+    assert new.status == "ok" and new.verdict.passed
+    out = capsys.readouterr().out
+    assert f"pyiceberg-table [pyiceberg {OLD}]" in out
+    keys = set(build_baseline([folder]).runs)
+    assert keys == {
+        f"append|pyiceberg-table|tiny|embedded|pyiceberg {OLD}",
+        "append|pyiceberg-table|tiny|embedded|pyiceberg 0.12.0",
+    }
+
+
+def test_an_unknown_version_is_one_line(capsys, tiny_sets):
+    code = main(["run", "--scenario", "append", "--writer", "pyiceberg-table", "--pyiceberg", "0.0.999"])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert "pyiceberg==0.0.999" in err and len(err.splitlines()) == 1
+
+
+def test_versions_do_not_run_in_containers(settings):
+    docker = settings.model_copy(update={"isolation": "docker"})
+    with pytest.raises(IcebenchError, match="not containers"):
+        Runner(docker, ResultsStore(settings.results_dir), EmbeddedStack(docker), Variant("pyiceberg", OLD))

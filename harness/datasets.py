@@ -5,8 +5,10 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import cast
 
 from generators.changes import generate_changes
+from generators.faults import DAMAGES, Damage, damaged_copy
 from generators.manifest import DatasetManifest, ManifestError
 from generators.presets import Preset
 from generators.wide import generate_base
@@ -19,7 +21,10 @@ SET_DEPENDENCIES: dict[str, tuple[str, ...]] = {
     "replacement": (),
     "changes": ("base",),
     "changes-evolved": ("base",),
+    # The base set with its middle file broken (generators/faults.py), for the bad-source scenarios.
+    **{f"base-{damage}": ("base",) for damage in DAMAGES},
 }
+DAMAGED_SETS = frozenset(name for name in SET_DEPENDENCIES if name.startswith("base-"))
 
 ProgressFactory = Callable[[str, int], Callable[[int], None]]
 
@@ -53,6 +58,10 @@ class DataCache:
     ) -> None:
         staging = directory.with_name(f".{name}.partial")
         shutil.rmtree(staging, ignore_errors=True)
+        if name.startswith("base-"):
+            damaged_copy(sets["base"].directory, staging, cast(Damage, name.removeprefix("base-")))
+            staging.rename(directory)
+            return
         rows = preset.rows if name in ("base", "replacement") else self._change_rows(preset)
         advance = progress(f"generate {preset.name}/{name}", rows) if progress else None
         if name in ("base", "replacement"):
@@ -80,7 +89,7 @@ class DataCache:
         staging.rename(directory)
 
     def _set_folder(self, preset: Preset, name: str) -> Path:
-        if SET_DEPENDENCIES[name]:  # change sets also depend on the ratios
+        if name.startswith("changes"):  # change sets also depend on the ratios
             name = f"{name}-u{self.update_ratio:g}-i{self.insert_ratio:g}"
         return self.folder(preset) / name
 

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from generators.presets import get_preset
 from harness.caps import parse_size
-from harness.datasets import DataCache
+from harness.datasets import DAMAGED_SETS, DataCache
 from harness.envs import Variant, variants
 from harness.errors import IcebenchError
 from harness.growth import growth_class, growth_exponent, tail_exponent
@@ -91,8 +91,9 @@ def prepare_data(settings: Settings, preset_name: str, set_names: list[str], con
     cache = DataCache(settings.data_dir, settings.seed, settings.update_ratio, settings.insert_ratio)
     with generation_progress(console) as factory:
         sets = cache.ensure(get_preset(preset_name), set_names, factory)
-    for data in sets.values():  # footers and schemas, before any table is touched
-        ParquetSource.open(data.directory, batch_rows=1)
+    for name, data in sets.items():  # footers and schemas, before any table is touched
+        if name not in DAMAGED_SETS:  # broken on purpose: their workers must meet the damage
+            ParquetSource.open(data.directory, batch_rows=1)
     return sets
 
 

@@ -90,6 +90,8 @@ class Scenario(ABC):
     in_default_matrix: ClassVar[bool] = True
     # Fault scenarios: where the worker is SIGKILLed (see scenarios/crash_mid_write.py).
     kill_point: ClassVar[KillPoint | None] = None
+    # Fault scenarios whose source is broken on purpose: the bad input is the expected outcome.
+    expects_bad_input: ClassVar[bool] = False
 
     @property
     def needs(self) -> tuple[str, ...]:

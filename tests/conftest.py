@@ -58,8 +58,12 @@ def _expected_outcome(scenario: str, writer: str, stack: str = "embedded") -> tu
         return "unsupported", None
     if writer == "dlt" and stack != "embedded":  # wired to the embedded stack's SQL catalog
         return "unsupported", None
-    if writer.startswith("spark"):  # embedded (SQLite + local files) only; MERGE INTO handles #2467
-        return ("ok", True) if stack == "embedded" else ("unsupported", None)
+    if writer.startswith("spark") and stack != "embedded":  # SQLite + local files only
+        return "unsupported", None
+    if scenarios()[scenario].expects_bad_input:  # the damaged source fails every writer, cleanly
+        return "error", False
+    if writer.startswith("spark"):  # MERGE INTO handles #2467
+        return "ok", True
     if scenarios()[scenario].kill_point == "after-commit" and writer == "pyiceberg-fast-append-naive":
         return "error", False  # the trap's duplicated file entries were committed before the kill
     if scenarios()[scenario].kill_point:  # killed as the scenario asked; the table must still be right

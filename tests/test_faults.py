@@ -1,4 +1,5 @@
-"""crash-mid-write on `tiny`: every pyiceberg writer SIGKILLed at each point, the table judged after.
+"""Fault scenarios on `tiny`. crash-mid-write: every pyiceberg writer SIGKILLed at each point, the
+table judged after. bad-source: every writer fed a set whose middle file is broken.
 
 The table holds the replacement set (10,000 rows) before the append of the base set (5 batches
 of 2,000 rows). What must be there afterwards is stated here from what each writer does, not
@@ -12,6 +13,7 @@ import pytest
 from harness.launcher import Launch
 from harness.matrix import MatrixConfig
 from harness.runner import RunPlan, read_kill_note
+from harness.spark import missing_jars
 from harness.stacks import close_catalog
 from harness.worker import KillNote, WorkerSpec, run
 from harness.writers import Operation, StepTimer, WriteJob, Writer, writers
@@ -139,3 +141,34 @@ def test_a_kill_note_counts_only_with_the_sigkill_exit_code(tmp_path: Path, retu
     )  # fmt: skip
     launch = Launch(returncode=returncode, wall_s=1.0, peak_memory_bytes=None, oom_kills=0, timed_out=False)
     assert (read_kill_note(spec, launch) is not None) is believed
+
+
+BAD_SOURCES = [name for name, cls in scenarios().items() if cls.expects_bad_input]
+# Spark starts a JVM per run: one damage is enough to show it fails cleanly too.
+BAD_SOURCE_RUNS = [
+    (scenario, writer)
+    for scenario in BAD_SOURCES
+    for writer in writers()
+    if "pyspark" not in writers()[writer].libraries
+] + [("bad-source-corrupt-page", "spark")]
+
+
+@pytest.mark.parametrize(("scenario", "writer"), BAD_SOURCE_RUNS)
+def test_a_broken_source_fails_the_write_cleanly(runner, tiny_sets, expected_outcome, scenario, writer):
+    """A clear error naming the broken file, the table at its snapshot with its content; what a
+    streaming writer staged before it met the damage is reported as orphans, never committed."""
+    if writer == "spark" and missing_jars():
+        pytest.skip("Spark jars missing: run make rest-catalog")
+    record = runner.run(RunPlan(scenario, writer, "tiny", tiny_sets, 2_000, cap_bytes=2 << 30))
+    assert (record.status, record.verdict.passed) == expected_outcome(scenario, writer), record.error
+    assert "part-00001.parquet" in record.error  # the broken file is named
+    checks = {check.name: check for check in record.verdict.checks}
+    if writer == "pyiceberg-commit-per-batch" and scenario == "bad-source-corrupt-page":
+        # Not atomic: the batches of the first file were committed before the damage showed,
+        # and the oracle says so with the evidence.
+        assert not checks["table_unchanged_after_failure"].passed and record.snapshots_added == 2
+        assert not checks["row_count"].passed
+        return
+    assert checks["table_unchanged_after_failure"].passed
+    assert checks["content_checksum"].passed and checks["row_count"].passed  # the replacement set, intact
+    assert record.snapshots_added == 0

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.errors import SourceError
 from harness.writers.base import Operation, StepTimer, WriteJob, Writer
 
 if TYPE_CHECKING:
@@ -80,27 +81,34 @@ class DltWriter(Writer):
             )
             with _catalog_environment(properties):
                 with timer.step():
-                    pipeline.extract(resource)
+                    _stage(pipeline.extract, resource)
                 with timer.step():
-                    pipeline.normalize()
+                    _stage(pipeline.normalize)
                 with timer.commit():
-                    info = _load(pipeline)
+                    info = _stage(pipeline.load)
             info.raise_on_failed_jobs()
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-class DltLoadFailed(RuntimeError):
-    """dlt's load step failed; the message is the root cause dlt wrapped (retries, step info)."""
+class DltStageFailed(RuntimeError):
+    """A dlt stage failed; the message is the root cause dlt wrapped (retries, step info)."""
 
 
-def _load(pipeline: Any) -> Any:
+def _stage(call: Any, *args: Any) -> Any:
+    """One dlt stage; its failure as the error underneath dlt's wrapping. A source that broke while
+    dlt extracted it stays our SourceError, so the run names the file as for any writer."""
     from dlt.pipeline.exceptions import PipelineStepFailed
 
     try:
-        return pipeline.load()
+        return call(*args)
     except PipelineStepFailed as exc:
-        raise DltLoadFailed(f"dlt load failed: {_root_cause(exc)}") from exc
+        cause = exc.__cause__ or getattr(exc, "exception", None)
+        while cause is not None and not isinstance(cause, SourceError):
+            cause = cause.__cause__ or cause.__context__
+        if isinstance(cause, SourceError):
+            raise cause from exc
+        raise DltStageFailed(f"dlt {exc.step} failed: {_root_cause(exc)}") from exc
 
 
 def _root_cause(exc: BaseException) -> str:

@@ -12,6 +12,7 @@ pyspark is imported only here, inside methods: the other writers never need it.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pyiceberg.table import Table
 
+from harness.errors import SourceError
 from harness.source import ParquetSource
 from harness.spark import SPARK_CATALOG, quoted, spark_session, spark_supports
 from harness.writers.base import Operation, StepTimer, WriteJob, Writer
@@ -51,6 +53,8 @@ class SparkWriter(Writer):
             spark = spark_session(properties, job.cap_bytes, job.spark_master)
         try:
             self._write(spark, job, timer)
+        except Exception as exc:  # Py4J and captured errors: pages of JVM stack, the cause deep inside
+            raise _plain_failure(exc) from exc
         finally:
             spark.stop()
 
@@ -121,6 +125,26 @@ def snapshot_split(table: Table, timer: StepTimer) -> Iterator[None]:
     stamped = min(max(stamped, started), finished)  # millisecond stamps may fall just outside
     timer.steps.append(stamped - started)
     timer.commits.append(finished - stamped)
+
+
+UNREADABLE_FILE = re.compile(r"Encountered error while reading file (\S+?)\.? Details:")
+
+
+def _plain_failure(exc: Exception) -> Exception:
+    """A source file Spark could not read is the SourceError any writer gives; anything else is
+    Spark's deepest `Caused by:` (or its first line), as one line."""
+    text = str(exc)
+    causes = [
+        line.removeprefix("Caused by: ").strip()
+        for line in text.splitlines()
+        if line.startswith("Caused by:")
+    ]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    cause = causes[-1] if causes else (lines[0] if lines else type(exc).__name__)
+    if unreadable := UNREADABLE_FILE.search(text):
+        path = unreadable.group(1).removeprefix("file://")
+        return SourceError(f"source file {path} is unreadable: {cause}")
+    return RuntimeError(f"Spark: {cause}")
 
 
 def _first_rows(spark: SparkSession, source: ParquetSource, frame: DataFrame) -> DataFrame:

@@ -60,6 +60,7 @@ class ScaleAggregate(BaseModel):
     growth_exponent: float | None = None  # median
     growth_class: str | None = None
     tail_exponent: float | None = None  # median
+    longest_write_s: float | None = None  # the largest point's write time (median over fits)
 
 
 class Baseline(BaseModel):
@@ -126,6 +127,7 @@ def aggregate_scales(results: Sequence[ScaleResult]) -> ScaleAggregate:
         growth_exponent=exponent,
         growth_class=growth_class(exponent) if exponent is not None else None,
         tail_exponent=_median(r.tail_exponent for r in results),
+        longest_write_s=_median(max((p.write_s or 0.0 for p in r.points), default=None) for r in results),
     )
 
 

@@ -54,6 +54,7 @@ RUN_METRICS = (
 SCALE_METRICS = (
     Metric("growth_exponent", "growth exponent", number_text, as_delta=True),
     Metric("tail_exponent", "tail exponent", number_text, as_delta=True),
+    Metric("longest_write_s", "longest write s", number_text),
 )
 METRICS = {metric.name: metric for metric in RUN_METRICS + SCALE_METRICS}
 

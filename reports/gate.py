@@ -50,6 +50,12 @@ class GateThresholds(BaseModel):
     growth_exponent_delta: float = Field(
         0.3, ge=0, description="fail when a scale fit's growth exponent rose by more than this"
     )
+    min_scale_write_s: float = Field(
+        2.0,
+        ge=0,
+        description="growth exponents count only when the fit's longest write took at least this long: "
+        "fits over sub-second totals are start-up noise",
+    )
 
 
 class GateFailed(IcebenchError):
@@ -125,10 +131,11 @@ def _memory_metric(row: KeyComparison) -> str:
     return "peak_memory_bytes" if kernel.base is not None and kernel.current is not None else "peak_rss_bytes"
 
 
-def _growth_regressed(row: KeyComparison, threshold: float) -> Regression | None:
+def _growth_regressed(row: KeyComparison, threshold: float, floor: float) -> Regression | None:
     change = row.metrics["growth_exponent"]
     delta = change.delta
-    if delta is None or delta <= threshold:
+    longest = row.metrics["longest_write_s"].current
+    if delta is None or delta <= threshold or (longest is not None and longest < floor):
         return None
     return Regression(
         key=row.key,
@@ -151,7 +158,7 @@ def _regressions_of(row: KeyComparison, thresholds: GateThresholds) -> list[Regr
         # A run that no longer completes has no comparable numbers: its status is the regression.
         return [status, *_checks_regressed(row)]
     if row.kind == "scale":
-        found = [_growth_regressed(row, thresholds.growth_exponent_delta)]
+        found = [_growth_regressed(row, thresholds.growth_exponent_delta, thresholds.min_scale_write_s)]
     else:
         found = [
             _ratio_regressed(row, "peak_memory", _memory_metric(row), thresholds.peak_memory_ratio),

@@ -64,11 +64,11 @@ def run(
     )
 
 
-def scale(exponent: float) -> ScaleResult:
+def scale(exponent: float, unit_s: float = 0.01) -> ScaleResult:
     points = [
         ScalePoint(
             batches=n,
-            write_s=0.01 * n**exponent,
+            write_s=unit_s * n**exponent,
             wall_s=None,
             peak_memory_bytes=None,
             peak_rss_bytes=None,
@@ -190,6 +190,14 @@ def test_growth_exponent_beyond_the_delta_regresses(tmp_path):
     regressions = gate(base, quadratic)
     assert kinds(regressions) == [("growth_exponent", "growth_exponent")]
     assert regressions[0].key == SCALE_KEY and regressions[0].change == pytest.approx(0.9)
+
+
+def test_growth_of_sub_second_fits_is_not_gated(tmp_path):
+    """Totals under min_scale_write_s are start-up noise: their exponent may wander."""
+    base = build_baseline([results(tmp_path, "fast-base", scales=[scale(0.8, unit_s=0.001)])])
+    wandered = build_baseline([results(tmp_path, "fast-now", scales=[scale(1.2, unit_s=0.001)])])
+    assert wandered.scales[SCALE_KEY].longest_write_s < 2.0
+    assert gate(base, wandered) == []
 
 
 def test_a_vanished_key_regresses_and_a_new_one_does_not(tmp_path):

@@ -228,17 +228,9 @@ def cmd_generate(args: argparse.Namespace) -> None:
     elif args.engine == "spark":
         manifest = _generate_base_on_spark(args)
     else:
-        rows, columns, files = _base_shape(args)
+        base = _base_set(args)
         with generation_progress(console) as progress:
-            manifest = generate_base(
-                args.out,
-                rows=rows,
-                columns=columns,
-                files=files,
-                seed=args.seed,
-                first_key=args.first_key,
-                progress=progress("rows", rows),
-            )
+            manifest = generate_base(args.out, **base, progress=progress("rows", base["rows"]))
     console.print(
         f"wrote {manifest.rows} rows x {manifest.columns} columns in {len(manifest.files)} files "
         f"to {args.out} (checksum {manifest.checksum})"
@@ -260,31 +252,26 @@ def _generate_changes(args: argparse.Namespace) -> DatasetManifest:
 
 
 def _generate_base_on_spark(args: argparse.Namespace) -> DatasetManifest:
-    rows, columns, files = _base_shape(args)
+    base = _base_set(args)
     settings = load_settings(args.config, spark_master=args.spark_master, memory=args.memory)
     master = settings.spark_master
-    with console.status(f"Spark ({master}) writes {rows} rows x {columns} columns in {files} files"):
+    shape = f"{base['rows']} rows x {base['columns']} columns in {base['files']} files"
+    with console.status(f"Spark ({master}) writes {shape}"):
         return generate_base_on_spark(
-            args.out,
-            rows=rows,
-            columns=columns,
-            files=files,
-            seed=args.seed,
-            first_key=args.first_key,
-            master=master,
-            cap_bytes=parse_size(settings.memory) if args.memory else None,
+            args.out, **base, master=master, cap_bytes=parse_size(settings.memory) if args.memory else None
         )
 
 
-def _base_shape(args: argparse.Namespace) -> tuple[int, int, int]:
-    """rows, columns, files from --preset and/or --rows/--columns/--files."""
+def _base_set(args: argparse.Namespace) -> dict[str, int]:
+    """The base set's rows, columns, files, seed and first key, from --preset and/or the flags:
+    what both generation engines take."""
     preset = get_preset(args.preset) if args.preset else None
     rows = args.rows or (preset.rows if preset else None)
     columns = args.columns or (preset.columns if preset else None)
     files = args.files or (preset.files if preset else 1)
     if rows is None or columns is None:
         raise IcebenchError("generate needs --preset or both --rows and --columns")
-    return rows, columns, files
+    return {"rows": rows, "columns": columns, "files": files, "seed": args.seed, "first_key": args.first_key}
 
 
 def _run_sets(args: argparse.Namespace, settings: Settings) -> tuple[str, DataSets]:

@@ -44,6 +44,19 @@ PROFILE_HEADERS = ["scenario", "writer", "preset", "flame graph at peak memory"]
 
 
 @dataclass(frozen=True)
+class Section:
+    """One part of the report, rendered alike to Markdown and HTML: a table, or one plot."""
+
+    heading: str
+    headers: Sequence[str] = ()
+    rows: Sequence[Sequence[str]] = ()
+    numeric: Collection[int] = ()
+    link_column: int = -1  # cells that are paths to link to
+    empty: str = "None."  # said when a table has no rows
+    image: tuple[str, bytes] | None = None  # plot name, PNG
+
+
+@dataclass(frozen=True)
 class Report:
     html: Path
     markdown: Path
@@ -68,10 +81,11 @@ def write_report(folder: Path) -> Report:
         path.write_bytes(data)
         paths.append(path)
     title = f"icebench {folder.name}"
+    sections = _sections(runs, scales, images, folder)
     markdown = folder / "report.md"
-    markdown.write_text(_markdown(title, runs, scales, images, folder))
+    markdown.write_text(_markdown(title, _environment_line(folder), sections))
     page = folder / "report.html"
-    page.write_text(_html(title, runs, scales, images, folder))
+    page.write_text(_html(title, _environment_line(folder), sections))
     return Report(html=page, markdown=markdown, plots=paths)
 
 
@@ -104,23 +118,34 @@ def _relative(path: Path, folder: Path) -> str:
         return str(path)
 
 
-def _markdown(
-    title: str,
-    runs: list[RunRecord],
-    scales: list[ScaleResult],
-    images: list[tuple[str, str, bytes]],
-    folder: Path,
-) -> str:
-    parts = [f"# {title}", _environment_line(folder), "## Runs", markdown_table(*summary_rows(runs))]
-    failed = failed_check_rows(runs)
-    parts += ["## Failed checks", markdown_table(FAILED_CHECK_HEADERS, failed) if failed else "None."]
-    for scale in scales:
-        parts += [f"## {scale_title(scale)}", markdown_table(*scale_rows(scale))]
+def _sections(
+    runs: list[RunRecord], scales: list[ScaleResult], images: list[tuple[str, str, bytes]], folder: Path
+) -> list[Section]:
+    sections = [
+        Section("Runs", *summary_rows(runs)),
+        Section("Failed checks", FAILED_CHECK_HEADERS, failed_check_rows(runs)),
+    ]
+    sections += [Section(scale_title(scale), *scale_rows(scale)) for scale in scales]
     if profiles := _profiles(runs, folder):
-        linked = [[*p[:3], f"[{p[3]}]({p[3]})"] for p in profiles]
-        parts += ["## Allocation profiles (memray)", markdown_table(PROFILE_HEADERS, linked)]
-    for name, caption, _ in images:
-        parts += [f"## {caption}", f"![{caption}](plots/{name}.png)"]
+        sections.append(Section("Allocation profiles (memray)", PROFILE_HEADERS, profiles, link_column=3))
+    sections += [Section(caption, image=(name, data)) for name, caption, data in images]
+    return sections
+
+
+def _markdown(title: str, environment: str, sections: list[Section]) -> str:
+    parts = [f"# {title}", environment]
+    for section in sections:
+        parts.append(f"## {section.heading}")
+        if section.image:
+            parts.append(f"![{section.heading}](plots/{section.image[0]}.png)")
+        elif section.rows:
+            rows = [
+                [f"[{cell}]({cell})" if i == section.link_column else cell for i, cell in enumerate(row)]
+                for row in section.rows
+            ]
+            parts.append(markdown_table(section.headers, rows, section.numeric))
+        else:
+            parts.append(section.empty)
     return "\n\n".join(parts) + "\n"
 
 
@@ -151,35 +176,17 @@ img { max-width: 100%; border: 1px solid #eee; margin-bottom: 1.5rem; }
 """
 
 
-def _html(
-    title: str,
-    runs: list[RunRecord],
-    scales: list[ScaleResult],
-    images: list[tuple[str, str, bytes]],
-    folder: Path,
-) -> str:
-    failed = failed_check_rows(runs)
-    parts = [
-        f"<h1>{html.escape(title)}</h1>",
-        f"<p>{html.escape(_environment_line(folder))}</p>",
-        "<h2>Runs</h2>",
-        _html_table(*summary_rows(runs)),
-        "<h2>Failed checks</h2>",
-        _html_table(FAILED_CHECK_HEADERS, failed) if failed else "<p>None.</p>",
-    ]
-    for scale in scales:
-        parts += [f"<h2>{html.escape(scale_title(scale))}</h2>", _html_table(*scale_rows(scale))]
-    if profiles := _profiles(runs, folder):
-        parts += [
-            "<h2>Allocation profiles (memray, flame graph at peak memory)</h2>",
-            _html_table(PROFILE_HEADERS, profiles, link_column=3),
-        ]
-    for _, caption, data in images:
-        encoded = base64.b64encode(data).decode()
-        parts += [
-            f"<h2>{html.escape(caption)}</h2>",
-            f'<img alt="{html.escape(caption)}" src="data:image/png;base64,{encoded}">',
-        ]
+def _html(title: str, environment: str, sections: list[Section]) -> str:
+    parts = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(environment)}</p>"]
+    for section in sections:
+        parts.append(f"<h2>{html.escape(section.heading)}</h2>")
+        if section.image:
+            encoded = base64.b64encode(section.image[1]).decode()
+            parts.append(f'<img alt="{html.escape(section.heading)}" src="data:image/png;base64,{encoded}">')
+        elif section.rows:
+            parts.append(_html_table(section.headers, section.rows, section.numeric, section.link_column))
+        else:
+            parts.append(f"<p>{html.escape(section.empty)}</p>")
     body = "\n".join(parts)
     head = f"<meta charset='utf-8'><title>{html.escape(title)}</title><style>{STYLE}</style>"
     return f"<!doctype html><html><head>{head}</head><body>\n{body}\n</body></html>\n"

@@ -38,7 +38,7 @@ from reports.baseline import baseline_of, build_baseline, load_baseline, newest_
 from reports.compare import compare, comparison_markdown, comparison_tables, version_changes
 from reports.gate import GateFailed, gate, load_thresholds, regressions_markdown, regressions_table
 from reports.report import Report, write_report
-from reports.summary import scale_table, summary_markdown, summary_table
+from reports.summary import scale_table, summary_markdown, summary_tables
 from scenarios import get_scenario, scenarios
 from scenarios.base import DataSets
 
@@ -308,7 +308,7 @@ def cmd_run(args: argparse.Namespace) -> None:
             Runner(settings, store, stack, variant).run(plan)
             for variant in variants(settings.library_versions)
         ]
-    console.print(summary_table(records, title=f"icebench run {store.run_id}"))
+    console.print(*summary_tables(records, title=f"icebench run {store.run_id}"))
     for record in records:
         for check in record.verdict.failed if record.verdict else []:
             upstream = f" [{check.upstream}]" if check.upstream else ""
@@ -324,7 +324,7 @@ def cmd_summary(args: argparse.Namespace) -> None:
     if args.markdown:
         print(summary_markdown(records))
     else:
-        console.print(summary_table(records, title=f"icebench {args.results_dir.name}"))
+        console.print(*summary_tables(records, title=f"icebench {args.results_dir.name}"))
     for scale in read_scales(args.results_dir):
         console.print(scale_table(scale))
 

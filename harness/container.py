@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import docker
@@ -19,7 +20,7 @@ from docker.models.containers import Container
 
 from harness.caps import CgroupCap
 from harness.errors import IcebenchError
-from harness.launcher import Launch, supervise
+from harness.launcher import Launch, WorkerHandle, supervise
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Only what a worker needs from our environment: object store and catalog client settings.
@@ -68,6 +69,7 @@ def launch_container(
     sample_interval_s: float,
     timeline_points: int,
     python_arguments: list[str],
+    on_start: Callable[[WorkerHandle], None] | None = None,
 ) -> Launch:
     client = docker_client()
     # Same paths inside as outside, so the spec's paths hold in both.
@@ -96,6 +98,7 @@ def launch_container(
             timeout_s=timeout_s,
             sample_interval_s=sample_interval_s,
             timeline_points=timeline_points,
+            on_start=on_start,
         )
     finally:
         log_path.write_bytes(container.logs(stdout=True, stderr=True))

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -110,6 +111,7 @@ def launch_worker(
     timeline_points: int,
     python_arguments: list[str],
     python: Path | None = None,
+    on_start: Callable[[WorkerHandle], None] | None = None,
 ) -> Launch:
     """The worker as a child process in its own process group, moved into the cap before exec;
     `python` is another environment's interpreter (a library version variant)."""
@@ -121,7 +123,7 @@ def launch_worker(
         )
     return supervise(
         cap, ProcessHandle(process), start, timeout_s=timeout_s, sample_interval_s=sample_interval_s,
-        timeline_points=timeline_points,
+        timeline_points=timeline_points, on_start=on_start,
     )  # fmt: skip
 
 
@@ -133,8 +135,14 @@ def supervise(
     timeout_s: float,
     sample_interval_s: float,
     timeline_points: int,
+    on_start: Callable[[WorkerHandle], None] | None = None,
 ) -> Launch:
-    """Samples memory until the worker ends; kills it on timeout, Ctrl-C or any failure of ours."""
+    """Samples memory until the worker ends; kills it on timeout, Ctrl-C or any failure of ours.
+
+    `on_start` gets the handle first: a worker supervised from another thread can be killed from
+    the main one (see RunningWorkers)."""
+    if on_start is not None:
+        on_start(handle)
     sampler = Sampler(cap, handle.pid, sample_interval_s)
     sampler.start()
     timed_out = threading.Event()
@@ -165,3 +173,27 @@ def supervise(
         timed_out=timed_out.is_set(),
         timeline=downsample(timeline, timeline_points),
     )
+
+
+class RunningWorkers:
+    """Workers supervised from several threads. Only the main thread sees Ctrl-C, so it kills them
+    all from here; a worker that starts after that is killed as it registers."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._handles: list[WorkerHandle] = []
+        self._killed = False
+
+    def started(self, handle: WorkerHandle) -> None:
+        with self._lock:
+            self._handles.append(handle)
+            killed = self._killed
+        if killed:
+            handle.kill()
+
+    def kill_all(self) -> None:
+        with self._lock:
+            self._killed = True
+            handles = list(self._handles)
+        for handle in handles:
+            handle.kill()

@@ -23,7 +23,7 @@ from harness.settings import Settings, read_toml
 from harness.source import ParquetSource
 from harness.stacks import Stack
 from harness.writers import get_writer, writers
-from reports.summary import scale_table, summary_table
+from reports.summary import scale_table, summary_tables
 from scenarios import get_scenario, scenarios
 from scenarios.base import DataSets
 
@@ -104,7 +104,7 @@ def run_matrix(
     records: list[RunRecord] = []
     for variant in variants(settings.library_versions):
         records += _run_matrix_once(settings, config, Runner(settings, store, stack, variant), console)
-    console.print(summary_table(records, title=f"icebench matrix {store.run_id}"))
+    console.print(*summary_tables(records, title=f"icebench matrix {store.run_id}"))
     if config.scale_writers:
         preset = config.presets[0]
         rows = prepare_data(settings, preset, ["base"], console)["base"].manifest.rows

@@ -22,6 +22,25 @@ Status = Literal["ok", "oom", "error", "unsupported"]
 LIBRARIES = ("icebench", "pyiceberg", "pyarrow", "numpy", "sqlalchemy")
 
 
+class WorkerOutcome(BaseModel):
+    """One of the workers of a concurrent run, each under its own cap, with its own figures."""
+
+    name: str  # a, b, ...
+    source_set: str  # the generated set it appended
+    rows: int
+    status: Status
+    error: str | None = None
+    wall_s: float | None = None
+    write_s: float | None = None
+    peak_memory_bytes: int | None = None
+    peak_rss_bytes: int | None = None
+    oom_kills: int = 0
+    step_latencies_s: list[float] = []
+    commit_latencies_s: list[float] = []
+    commit_retries: int | None = None  # pyiceberg's retries after commit conflicts (None: not counted)
+    worker_log: str | None = None
+
+
 class RunRecord(BaseModel):
     """Everything measured about one scenario x writer run. Field meanings are in the README."""
 
@@ -64,6 +83,7 @@ class RunRecord(BaseModel):
     started_at: str
     worker_log: str | None = None
     profile_flamegraph: str | None = None  # --profile memray: flame graph HTML at peak memory
+    workers: list[WorkerOutcome] = []  # concurrent scenarios: each worker; the fields above sum them up
 
 
 class ScalePoint(BaseModel):
@@ -137,10 +157,15 @@ class ResultsStore:
         with (self.folder / "scale.jsonl").open("a") as out:
             out.write(result.model_dump_json() + "\n")
 
-    def scratch(self, name: str) -> Path:
-        path = self.folder / "work" / name
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+    def new_work_folder(self, name: str) -> tuple[int, Path]:
+        """A fresh folder for one run's files, `<n>-<name>`: n counts the folder's runs, whichever
+        runner made them (one per library variant, one per scale), so no run reuses another's."""
+        work = self.folder / "work"
+        work.mkdir(parents=True, exist_ok=True)
+        number = sum(1 for _ in work.iterdir()) + 1
+        path = work / f"{number:03d}-{name}"
+        path.mkdir()
+        return number, path
 
 
 def read_runs(path: Path) -> list[RunRecord]:

@@ -3,28 +3,57 @@
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from string import ascii_lowercase
 
 from harness.caps import CgroupCap, format_size, make_cap, resolve_isolation
 from harness.container import launch_container
 from harness.envs import Variant, library_env
 from harness.errors import IcebenchError, one_line
 from harness.growth import late_early_ratio
-from harness.launcher import Launch, launch_worker
+from harness.launcher import Launch, RunningWorkers, WorkerHandle, launch_worker
 from harness.profiling import render_flamegraph, worker_arguments
-from harness.results import ResultsStore, RunRecord, Status, now_iso
+from harness.results import ResultsStore, RunRecord, Status, WorkerOutcome, now_iso
 from harness.settings import Settings
 from harness.spark import spark_supports
 from harness.stacks import RunCatalog, Stack, close_catalog
-from harness.worker import EXIT_AS_SIGKILLED, KillNote, WorkerResult, WorkerSpec
+from harness.worker import EXIT_AS_SIGKILLED, KillNote, Rendezvous, WorkerResult, WorkerSpec
 from harness.writers import Writer, get_writer
 from scenarios import get_scenario
 from scenarios.base import DataSets, Expectation, Scenario
-from scenarios.oracle import KillReport, TableState, capture_state, judge, unreadable_verdict
+from scenarios.oracle import (
+    ConcurrencyReport,
+    FailedWorker,
+    KillReport,
+    TableState,
+    capture_state,
+    judge,
+    unreadable_verdict,
+)
 
 # How a SIGKILL shows in the exit code: a process of ours (negative signal), a container (128 + it).
 SIGKILL_EXIT_CODES = (-signal.SIGKILL, EXIT_AS_SIGKILLED)
+# What a concurrent run's worker reports just as a run's only worker would (the rest is its own).
+SHARED_FIELDS = set(WorkerOutcome.model_fields) & set(RunRecord.model_fields) - {"rows"}
+
+
+@dataclass
+class WorkerRun:
+    """One worker of a run: its spec, the folder its files go to, and what came of it."""
+
+    name: str  # "" for a run's only worker; a, b, ... for a concurrent scenario's
+    source_set: str
+    spec: WorkerSpec
+    folder: Path
+    launched: Launch | None = None
+    result: WorkerResult | None = None
+
+    @property
+    def log(self) -> Path:
+        return self.folder / "worker.log"
 
 
 @dataclass(frozen=True)
@@ -50,7 +79,6 @@ class Runner:
         self.settings = settings
         self.store = store
         self.stack = stack
-        self.count = 0
         self.isolation = resolve_isolation(settings.isolation)
         self.variant = variant
         self.python: Path | None = None  # the worker's interpreter; None: this one
@@ -64,15 +92,13 @@ class Runner:
     def run(self, plan: RunPlan) -> RunRecord:
         scenario = get_scenario(plan.scenario)()
         writer = get_writer(plan.writer)
-        self.count += 1
         record = self._new_record(plan, scenario, writer)
         if reason := scenario.unsupported_reason(writer):
             record.error = reason  # stays unsupported
             return self._finish(record)
 
-        name = f"{self.count:03d}-{plan.scenario}-{plan.writer}"
-        work = self.store.scratch(name)
-        run_catalog = self.stack.catalog_for_run(work, f"{self.store.run_id}_{self.count:03d}")
+        number, work = self.store.new_work_folder(f"{plan.scenario}-{plan.writer}")
+        run_catalog = self.stack.catalog_for_run(work, f"{self.store.run_id}_{number:03d}")
         reason = writer.supports_catalog(run_catalog.properties)
         if reason:
             self.stack.release(run_catalog, keep=False)
@@ -83,42 +109,132 @@ class Runner:
             catalog = run_catalog.open()
             before = capture_state(scenario.prepare(catalog, run_catalog.namespace, plan.sets))
             close_catalog(catalog)
+            workers = self._workers(plan, scenario, run_catalog.properties, identifier, work)
+            self._launch_all(workers, plan.cap_bytes)
+            concurrency = None
+            if len(workers) == 1:
+                (worker,) = workers
+                assert worker.launched is not None, "launched or raised"
+                note = read_kill_note(worker.spec, worker.launched)
+                self._apply(record, worker.launched, worker.result or note, worker.log)
+                expected = self._expected(record, scenario, plan, note)
+            else:
+                concurrency = self._apply_concurrent(record, workers, plan.sets)
+                landed = [outcome.source_set for outcome in record.workers if outcome.status == "ok"]
+                expected = scenario.expected_landed(plan.sets, landed)
+                note = None
+            if self.settings.profile == "memray" and (flamegraph := render_flamegraph(workers[0].folder)):
+                record.profile_flamegraph = str(flamegraph)
+            if record.status == "oom" and not all(w.spec.started_marker.exists() for w in workers):
+                raise WorkerCouldNotStart(
+                    f"memory cap {format_size(plan.cap_bytes)} is too small for the worker to start "
+                    f"(it died before its first write; see {workers[0].log})"
+                )
+            kill = _kill_report(scenario, workers[0].result, note)
+            self._judge(
+                record, run_catalog, identifier, expected, before, writer.single_commit, kill, concurrency
+            )
+        finally:
+            self.stack.release(run_catalog, keep=self.settings.keep_warehouse)
+        self._finish(record)
+        results = [w.result for w in workers]
+        bad_input = next((r for r in results if r is not None and r.error_kind == "bad_input"), None)
+        if bad_input is not None and not scenario.expects_bad_input:
+            raise IcebenchError(bad_input.error or "bad input")
+        return record
 
+    def _workers(
+        self, plan: RunPlan, scenario: Scenario, catalog: dict[str, str], identifier: str, work: Path
+    ) -> list[WorkerRun]:
+        """One worker fed the scenario's source; a concurrent scenario's, one per set, each with a
+        folder of its own, meeting at one rendezvous."""
+        sets = scenario.worker_sets or (scenario.source_set,)
+        concurrent = len(sets) > 1
+        workers = []
+        for index, set_name in enumerate(sets):
+            name = ascii_lowercase[index] if concurrent else ""
+            folder = work / f"worker-{name}" if concurrent else work
+            folder.mkdir(exist_ok=True)
             spec = WorkerSpec(
-                catalog=run_catalog.properties,
+                catalog=catalog,
                 table=identifier,
                 writer=plan.writer,
                 operation=scenario.operation,
                 key_columns=list(scenario.key_columns),
-                source_dir=plan.sets[scenario.source_set].directory,
+                source_dir=plan.sets[set_name].directory,
                 batch_rows=plan.batch_rows,
                 limit_rows=plan.limit_rows,
                 cap_bytes=plan.cap_bytes,
                 spark_master=self.settings.spark_master,
-                started_marker=work / "worker.started",
-                result_path=work / "worker-result.json",
+                started_marker=folder / "worker.started",
+                result_path=folder / "worker-result.json",
                 kill_at=scenario.kill_point,
-                kill_note_path=work / "kill-note.json" if scenario.kill_point else None,
+                kill_note_path=folder / "kill-note.json" if scenario.kill_point else None,
+                rendezvous=Rendezvous(directory=work / "rendezvous", name=name, parties=len(sets))
+                if concurrent
+                else None,
             )
-            launched, result = self._launch(spec, work, plan.cap_bytes)
-            note = read_kill_note(spec, launched)
-            self._apply(record, launched, result or note, work / "worker.log")
-            if self.settings.profile == "memray" and (flamegraph := render_flamegraph(work)):
-                record.profile_flamegraph = str(flamegraph)
-            if record.status == "oom" and not spec.started_marker.exists():
-                raise WorkerCouldNotStart(
-                    f"memory cap {format_size(plan.cap_bytes)} is too small for the worker to start "
-                    f"(it died before its first write; see {work / 'worker.log'})"
+            workers.append(WorkerRun(name, set_name, spec, folder))
+        return workers
+
+    def _launch_all(self, workers: list[WorkerRun], cap_bytes: int | None) -> None:
+        """Runs the workers, each under its own cap; several at once from threads of this process."""
+        if len(workers) == 1:
+            self._launch(workers[0], cap_bytes)
+            return
+        running = RunningWorkers()
+        with ThreadPoolExecutor(len(workers)) as pool:
+            futures = [pool.submit(self._launch, worker, cap_bytes, running.started) for worker in workers]
+            try:
+                for future in futures:
+                    future.result()
+            except BaseException:  # Ctrl-C or a failure of ours: no worker outlives the run
+                running.kill_all()
+                raise
+
+    def _apply_concurrent(
+        self, record: RunRecord, workers: list[WorkerRun], sets: DataSets
+    ) -> ConcurrencyReport:
+        """Each worker's figures on its own, and the run's: its slowest wall time, its hungriest
+        worker's memory, every failure."""
+        parts = []
+        for worker in workers:
+            assert worker.launched is not None, "launched or raised"
+            part = record.model_copy(deep=True)
+            self._apply(part, worker.launched, worker.result, worker.log)
+            parts.append(part)
+            record.workers.append(
+                WorkerOutcome(
+                    name=worker.name,
+                    source_set=worker.source_set,
+                    rows=sets[worker.source_set].manifest.rows,
+                    commit_retries=worker.result.commit_retries if worker.result else None,
+                    **part.model_dump(include=SHARED_FIELDS),
                 )
-            expected = self._expected(record, scenario, plan, note)
-            kill = _kill_report(scenario, result, note)
-            self._judge(record, run_catalog, identifier, expected, before, writer.single_commit, kill)
-        finally:
-            self.stack.release(run_catalog, keep=self.settings.keep_warehouse)
-        self._finish(record)
-        if result is not None and result.error_kind == "bad_input" and not scenario.expects_bad_input:
-            raise IcebenchError(result.error or "bad input")
-        return record
+            )
+        hungriest = max(parts, key=lambda part: part.peak_memory_bytes or 0)
+        record.wall_s = max(part.wall_s or 0 for part in parts)
+        record.write_s = max((part.write_s for part in parts if part.write_s is not None), default=None)
+        record.peak_memory_bytes = hungriest.peak_memory_bytes
+        record.peak_rss_bytes = hungriest.peak_rss_bytes
+        record.memory_timeline = hungriest.memory_timeline
+        record.oom_kills = sum(part.oom_kills for part in parts)
+        if all(part.batches is not None for part in parts):
+            record.batches = sum(part.batches or 0 for part in parts)
+        record.versions = parts[0].versions
+        record.worker_log = str(workers[0].folder.parent)
+        failed = [outcome for outcome in record.workers if outcome.status != "ok"]
+        record.status = "oom" if any(o.status == "oom" for o in failed) else "error" if failed else "ok"
+        record.error = "; ".join(f"worker {o.name} ({o.source_set}): {o.error}" for o in failed) or None
+        return ConcurrencyReport(
+            workers=len(workers),
+            failed=tuple(
+                FailedWorker(
+                    o.name, o.source_set, o.error or o.status, sets[o.source_set].manifest.key_ranges
+                )
+                for o in failed
+            ),
+        )
 
     def _new_record(self, plan: RunPlan, scenario: Scenario, writer: type[Writer]) -> RunRecord:
         source = plan.sets[scenario.source_set].manifest
@@ -162,6 +278,7 @@ class Runner:
         before: TableState,
         single_commit: bool,
         kill: KillReport | None,
+        concurrency: ConcurrencyReport | None = None,
     ) -> None:
         catalog = run_catalog.open()
         try:
@@ -175,6 +292,7 @@ class Runner:
                 verify_with=self.settings.verify_with,
                 spark_master=self.settings.spark_master,
                 kill=kill,
+                concurrency=concurrency,
             )
         except Exception as exc:  # what a writer left may break the reader too: a verdict, not a crash
             record.verdict = unreadable_verdict(record.error, one_line(exc))
@@ -185,8 +303,9 @@ class Runner:
             setattr(record, name, value)
 
     def _launch(
-        self, spec: WorkerSpec, work: Path, cap_bytes: int | None
-    ) -> tuple[Launch, WorkerResult | None]:
+        self, worker: WorkerRun, cap_bytes: int | None, on_start: Callable[[WorkerHandle], None] | None = None
+    ) -> None:
+        spec, work = worker.spec, worker.folder
         spec_path = work / "worker-spec.json"
         spec_path.write_text(spec.model_dump_json(indent=2))
         cap = make_cap(self.isolation, cap_bytes)
@@ -195,22 +314,21 @@ class Runner:
             "sample_interval_s": self.settings.sample_interval_s,
             "timeline_points": self.settings.timeline_points,
             "python_arguments": worker_arguments(self.settings.profile, work),
+            "on_start": on_start,
         }
         try:
             if isinstance(cap, CgroupCap) and self.isolation == "docker":
-                launched = launch_container(
-                    cap, spec_path, work / "worker.log", image=self.settings.worker_image,
+                worker.launched = launch_container(
+                    cap, spec_path, worker.log, image=self.settings.worker_image,
                     read_only=[self.settings.data_dir, spec.source_dir], writable=[self.store.folder],
                     **limits,
                 )  # fmt: skip
             else:
-                launched = launch_worker(cap, spec_path, work / "worker.log", python=self.python, **limits)
+                worker.launched = launch_worker(cap, spec_path, worker.log, python=self.python, **limits)
         finally:
             cap.close()
-        result = None
         if spec.result_path.exists():
-            result = WorkerResult.model_validate_json(spec.result_path.read_text())
-        return launched, result
+            worker.result = WorkerResult.model_validate_json(spec.result_path.read_text())
 
     def _apply(self, record: RunRecord, launched: Launch, result: WorkerResult | None, log: Path) -> None:
         record.wall_s = round(launched.wall_s, 4)

@@ -7,6 +7,7 @@ it allocates (pyarrow pools, threads, children) counts against the cap.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import signal
 import sys
@@ -36,6 +37,32 @@ KillPoint = Literal["data-files", "before-commit", "after-commit"]
 EXIT_AS_SIGKILLED = 128 + signal.SIGKILL  # what a shell or a container reports for a SIGKILLed process
 
 
+class Rendezvous(BaseModel):
+    """The workers of a concurrent run meet here once each has loaded the table and opened its
+    source: all then write from the same snapshot, so their commits race for certain."""
+
+    directory: Path
+    name: str
+    parties: int
+    timeout_s: float = 120.0
+
+    def arrive(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        (self.directory / self.name).touch()
+        deadline = time.monotonic() + self.timeout_s
+        while (arrived := len(list(self.directory.iterdir()))) < self.parties:
+            if time.monotonic() > deadline:
+                raise RendezvousMissed(
+                    f"only {arrived} of {self.parties} concurrent workers were ready within "
+                    f"{self.timeout_s:g} s (see the other workers' logs)"
+                )
+            time.sleep(0.01)
+
+
+class RendezvousMissed(RuntimeError):
+    pass
+
+
 class WorkerSpec(BaseModel):
     catalog: dict[str, str]
     table: str
@@ -51,6 +78,7 @@ class WorkerSpec(BaseModel):
     result_path: Path
     kill_at: KillPoint | None = None  # fault scenarios (crash-*): SIGKILL this process there
     kill_note_path: Path | None = None  # the KillNote goes here just before the kill
+    rendezvous: Rendezvous | None = None  # concurrent scenarios: wait for the other workers first
 
 
 class WorkerResult(BaseModel):
@@ -64,6 +92,20 @@ class WorkerResult(BaseModel):
     peak_rss_bytes: int | None = None
     versions: dict[str, str] = {}
     kill_missed: str | None = None  # the write ended without reaching the kill point asked for: why
+    commit_retries: int | None = None  # pyiceberg's retries after a commit conflict (None: not its commits)
+
+
+class CommitRetries(logging.Handler):
+    """Counts pyiceberg's commit retries: it logs this warning before each (no other trace of them)."""
+
+    MESSAGE = "Commit failed due to a concurrent update, retrying"
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.count += record.getMessage().startswith(self.MESSAGE)
 
 
 class KillNote(WorkerResult):
@@ -202,6 +244,8 @@ def run(spec: WorkerSpec) -> WorkerResult:
     writer = get_writer(spec.writer)()
     result = WorkerResult(status="ok", versions=writer.versions())
     timer = StepTimer()
+    retries = CommitRetries()
+    logging.getLogger("pyiceberg").addHandler(retries)
     try:
         table = load_catalog("icebench", **spec.catalog).load_table(spec.table)
         source = CountedSource.open(spec.source_dir, spec.batch_rows, spec.limit_rows)
@@ -210,6 +254,8 @@ def run(spec: WorkerSpec) -> WorkerResult:
         if spec.kill_at is not None:
             timer = killing_timer(spec, result, table, source)
         spec.started_marker.touch()
+        if spec.rendezvous is not None:
+            spec.rendezvous.arrive()
         start = time.perf_counter()
         job = WriteJob(table, source, spec.operation, spec.key_columns, spec.cap_bytes, spec.spark_master)
         writer.write(job, timer)
@@ -220,6 +266,7 @@ def run(spec: WorkerSpec) -> WorkerResult:
         traceback.print_exc()
         result.status, result.error, result.error_kind = "error", one_line(exc), _classify(exc)
     result.step_latencies_s, result.commit_latencies_s = timer.steps, timer.commits
+    result.commit_retries = retries.count if writer.pyiceberg_commits else None
     result.peak_rss_bytes = peak_rss_bytes()
     return result
 
@@ -248,6 +295,8 @@ def peak_rss_bytes() -> int | None:
 
 
 def main() -> None:
+    # Libraries' warnings (pyiceberg's commit retries among them) go to the worker log.
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     spec = WorkerSpec.model_validate_json(Path(sys.argv[1]).read_text())
     spec.result_path.write_text(run(spec).model_dump_json())
 

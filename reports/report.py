@@ -29,6 +29,7 @@ from reports.summary import (
     scale_rows,
     scale_title,
     summary_rows,
+    worker_rows,
 )
 
 PLOTS: list[tuple[str, str, Callable[[list[RunRecord], list[ScaleResult]], Figure | None]]] = [
@@ -125,6 +126,8 @@ def _sections(
         Section("Runs", *summary_rows(runs)),
         Section("Failed checks", FAILED_CHECK_HEADERS, failed_check_rows(runs)),
     ]
+    if any(run.workers for run in runs):
+        sections.append(Section("Concurrent workers", *worker_rows(runs)))
     sections += [Section(scale_title(scale), *scale_rows(scale)) for scale in scales]
     if profiles := _profiles(runs, folder):
         sections.append(Section("Allocation profiles (memray)", PROFILE_HEADERS, profiles, link_column=3))

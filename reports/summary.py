@@ -66,6 +66,12 @@ def summary_table(records: Iterable[RunRecord], title: str = "icebench") -> Tabl
     return table
 
 
+def summary_tables(records: Sequence[RunRecord], title: str = "icebench") -> list[Table]:
+    """The summary, then the workers of concurrent runs if there were any."""
+    workers = worker_table(records)
+    return [summary_table(records, title)] + ([workers] if workers else [])
+
+
 def summary_rows(records: Iterable[RunRecord]) -> tuple[list[str], list[list[str]], set[int]]:
     """Headers, plain-text cells and the right-aligned (numeric) columns, for Markdown and HTML."""
     headers = [header for header, _, _ in COLUMNS] + ["verdict"]
@@ -133,10 +139,45 @@ def scale_title(result: ScaleResult) -> str:
 
 
 def scale_table(result: ScaleResult) -> Table:
-    table = Table(title=escape(scale_title(result)).replace("; ", "\n"), header_style="bold")
-    headers, rows, _ = scale_rows(result)
-    for column in headers:
-        table.add_column(column, justify="right")
+    return rich_table(escape(scale_title(result)).replace("; ", "\n"), *scale_rows(result))
+
+
+WORKER_HEADERS = ["scenario", "writer", "worker", "set", "status", "commits", "retries", "wall s", "peak mem"]
+
+
+def worker_rows(records: Iterable[RunRecord]) -> tuple[list[str], list[list[str]], set[int]]:
+    """Each worker of the concurrent runs, and its error if it failed."""
+    rows = [
+        [
+            r.scenario,
+            r.writer + (f" [{r.variant}]" if r.variant else ""),
+            w.name,
+            w.source_set,
+            w.status + (f": {w.error}" if w.error else ""),
+            str(len(w.commit_latencies_s)),
+            count_text(w.commit_retries),
+            number_text(w.wall_s, 1),
+            format_size(w.peak_memory_bytes),
+        ]
+        for r in records
+        for w in r.workers
+    ]
+    return WORKER_HEADERS, rows, {5, 6, 7, 8}
+
+
+def worker_table(records: Iterable[RunRecord]) -> Table | None:
+    headers, rows, numeric = worker_rows(records)
+    if not rows:
+        return None
+    return rich_table("concurrent workers (retries: pyiceberg's own; - not counted)", headers, rows, numeric)
+
+
+def rich_table(
+    title: str, headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: Collection[int]
+) -> Table:
+    table = Table(title=title, header_style="bold")
+    for index, column in enumerate(headers):
+        table.add_column(column, justify="right" if index in numeric else "left")
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(escape(cell) for cell in row))
     return table

@@ -92,10 +92,13 @@ class Scenario(ABC):
     kill_point: ClassVar[KillPoint | None] = None
     # Fault scenarios whose source is broken on purpose: the bad input is the expected outcome.
     expects_bad_input: ClassVar[bool] = False
+    # Concurrent scenarios: one worker per set, all writing to the table at once (their keys are
+    # disjoint); empty: the one worker is fed source_set.
+    worker_sets: ClassVar[tuple[str, ...]] = ()
 
     @property
     def needs(self) -> tuple[str, ...]:
-        return tuple(s for s in (self.initial_set, self.source_set) if s)
+        return tuple(dict.fromkeys(s for s in (self.initial_set, self.source_set, *self.worker_sets) if s))
 
     def unsupported_reason(self, writer: type[Writer]) -> str | None:
         """None when `writer` can run this scenario, else why not (recorded as unsupported)."""
@@ -124,6 +127,14 @@ class Scenario(ABC):
     @abstractmethod
     def expected_after(self, sets: DataSets, limit_rows: int | None = None) -> Expectation:
         """The table the operation must leave (fed with only the first `limit_rows` rows, if given)."""
+
+    def expected_landed(self, sets: DataSets, landed: list[str]) -> Expectation:
+        """Concurrent scenarios: the table once the workers fed the `landed` sets committed and the
+        others left nothing behind."""
+        expected = self.expected_before(sets)
+        for name in landed:
+            expected = expected.plus(Expectation.of_set(sets[name].manifest))
+        return expected
 
 
 def register_set(table: Table, data: DataSet) -> None:

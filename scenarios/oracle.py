@@ -53,6 +53,12 @@ class TableState:
     snapshot_ids: set[int]
     current_snapshot_id: int | None
     metadata_files: dict[str, int]  # path -> bytes, everything under <table>/metadata
+    # The metadata files the table has been at (its log and the current one): one per catalog commit.
+    committed_metadata: set[str] = field(default_factory=set)
+
+    def commits_since(self, before: TableState) -> int:
+        """Catalog commits between `before` and this state (a failed attempt's file is not one)."""
+        return len(self.committed_metadata - before.committed_metadata)
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,28 @@ class KillReport:
     killed: bool  # the worker was killed at `point`, as the scenario asked (the exit code shows it)
     evidence: str  # one line: the kill and what had landed by then, or why it never came
     committed_snapshot_id: int | None = None  # the last snapshot the writer saw committed
+
+
+@dataclass(frozen=True)
+class FailedWorker:
+    """A worker of a concurrent run whose write failed: none of its set's keys may be in the table."""
+
+    name: str
+    source_set: str
+    error: str
+    key_ranges: KeyRanges
+
+
+@dataclass(frozen=True)
+class ConcurrencyReport:
+    """A concurrent scenario's workers, as the runner established them."""
+
+    workers: int
+    failed: tuple[FailedWorker, ...] = ()
+
+    @property
+    def landed(self) -> int:
+        return self.workers - len(self.failed)
 
 
 @dataclass
@@ -82,6 +110,8 @@ def capture_state(table: Table) -> TableState:
         snapshot_ids={snapshot.snapshot_id for snapshot in table.snapshots()},
         current_snapshot_id=current.snapshot_id if current else None,
         metadata_files=_list_files(table, f"{table.location()}/metadata"),
+        committed_metadata={entry.metadata_file for entry in table.metadata.metadata_log}
+        | {table.metadata_location},
     )
 
 
@@ -171,6 +201,7 @@ def judge(
     verify_with: str = "pyiceberg",
     spark_master: str = DEFAULT_MASTER,
     kill: KillReport | None = None,
+    concurrency: ConcurrencyReport | None = None,
 ) -> tuple[Verdict, dict[str, int]]:
     """Checks the table against `expected` (the promised result, or the untouched table on error;
     after a kill, what the writer had committed when it died).
@@ -187,6 +218,8 @@ def judge(
         checks.append(_spark_agrees(table, content, spark_master))
     if kill is not None:
         checks.extend(_kill_checks(kill, after))
+    elif concurrency is not None:  # a failed worker is no failed check: its rows must just be absent
+        checks.extend(_concurrency_checks(concurrency, content, after.commits_since(before), single_commit))
     elif error is None:
         checks.append(
             Check(
@@ -198,7 +231,7 @@ def judge(
             )
         )
         if single_commit:
-            commits = metrics["metadata_files"]
+            commits = after.commits_since(before)
             checks.append(
                 Check(
                     name="single_commit",
@@ -239,6 +272,42 @@ def _kill_checks(kill: KillReport, after: TableState) -> list[Check]:
             else "the table is not at the last snapshot the writer saw committed before it was killed",
         ),
     ]
+
+
+def _concurrency_checks(
+    report: ConcurrencyReport, content: TableContent, commits: int, single_commit: bool
+) -> list[Check]:
+    landed = f"{report.landed} of {report.workers}"
+    errors = "; ".join(f"worker {w.name}: {w.error}" for w in report.failed)
+    checks = [
+        _failed("a_worker_landed", f"no concurrent append landed: {errors}")
+        if not report.landed
+        else Check(name="a_worker_landed", passed=True, expected=f">= 1 of {report.workers}", actual=landed)
+    ]
+    keys = np.unique(content.keys)
+    left = {w.name: _count_in_ranges(keys, w.key_ranges) for w in report.failed}
+    leftovers = [
+        f"{left[w.name]:,} rows of worker {w.name} ({w.source_set}) in the table, yet it failed: {w.error}"
+        for w in report.failed
+        if left[w.name]
+    ]
+    if leftovers:
+        checks.append(_failed("failed_workers_left_nothing", "; ".join(leftovers)))
+    else:
+        checks.append(Check(name="failed_workers_left_nothing", passed=True, expected=0, actual=0))
+    if single_commit:  # however often each was retried, a landed append is one catalog commit
+        checks.append(
+            Check(
+                name="one_commit_per_landed_worker",
+                passed=commits == report.landed,
+                expected=report.landed,
+                actual=commits,
+                reason=None
+                if commits == report.landed
+                else f"{commits} catalog commits for {landed} landed single-commit appends",
+            )
+        )
+    return checks
 
 
 def unreadable_verdict(error: str | None, problem: str) -> Verdict:

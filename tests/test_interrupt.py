@@ -5,7 +5,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import psutil
 import pytest
@@ -24,21 +23,22 @@ def wait_for(predicate, timeout: float = 60.0):
 
 
 @pytest.mark.skipif(cgroup_parent() is None, reason="needs a cgroup to look for")
-def test_ctrl_c_stops_the_worker_and_cleans_up(settings, tiny_sets, tmp_path):
+@pytest.mark.parametrize(("scenario", "workers"), [("append", 1), ("concurrent-writers", 2)])
+def test_ctrl_c_stops_the_workers_and_cleans_up(settings, tiny_sets, tmp_path, scenario, workers):
     results = tmp_path / "results"
     env = {**os.environ, "ICEBENCH_DATA_DIR": str(settings.data_dir)}
-    # 100 commits of 100 rows: long enough to interrupt mid-write.
+    # 100 commits of 100 rows per worker: long enough to interrupt mid-write.
     harness = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "run", "--scenario", "append", "--writer",
+        [sys.executable, "-m", "harness.cli", "run", "--scenario", scenario, "--writer",
          "pyiceberg-commit-per-batch", "--preset", "tiny", "--batch-rows", "100", "--memory", "1g",
          "--results", str(results)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
-    started = wait_for(lambda: list(results.glob("*/work/*/worker.started")))
+    wait_for(lambda: len(list(results.glob("*/work/*/**/worker.started"))) == workers)
     cgroups = list(cgroup_parent().glob(f"icebench-{harness.pid}-*"))
-    assert len(cgroups) == 1
-    worker_pids = [int(pid) for pid in (cgroups[0] / "cgroup.procs").read_text().split()]
-    assert worker_pids
+    assert len(cgroups) == workers  # a cap each
+    worker_pids = [int(pid) for cgroup in cgroups for pid in (cgroup / "cgroup.procs").read_text().split()]
+    assert len(worker_pids) >= workers
 
     harness.send_signal(signal.SIGINT)
     _, err = harness.communicate(timeout=60)
@@ -47,5 +47,6 @@ def test_ctrl_c_stops_the_worker_and_cleans_up(settings, tiny_sets, tmp_path):
     assert not any(
         psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in worker_pids
     )
-    assert not cgroups[0].exists()
-    assert not (Path(started[0]).parent / "warehouse").exists()
+    assert not any(cgroup.exists() for cgroup in cgroups)
+    (run_folder,) = results.glob("*/work/*")
+    assert not (run_folder / "warehouse").exists()

@@ -77,6 +77,9 @@ class Writer(ABC):
     # False for engines that read the source themselves: their steps are phases, not batches,
     # so batch counts and the late/early ratio do not apply.
     consumes_batches: ClassVar[bool] = True
+    # Commits go through pyiceberg's Transaction (directly or, like dlt, underneath): the worker
+    # counts pyiceberg's retries after commit conflicts. False for engines that commit on their own.
+    pyiceberg_commits: ClassVar[bool] = True
 
     @abstractmethod
     def write(self, job: WriteJob, timer: StepTimer) -> None:

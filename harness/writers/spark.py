@@ -39,6 +39,7 @@ class SparkWriter(Writer):
     libraries = ("pyspark", "pyiceberg", "pyarrow")
     in_default_matrix = False  # a JVM per run: name them (WRITERS=spark,...) to include them
     consumes_batches = False  # Spark reads the files itself
+    pyiceberg_commits = False  # Iceberg Java commits (and retries) inside the JVM
     # copy-on-write / merge-on-read for MERGE, UPDATE and DELETE; None: leave the table as it is.
     row_level_mode: ClassVar[str | None] = None
 

@@ -1,0 +1,105 @@
+"""concurrent-writers: two workers append disjoint sets to one table at once.
+
+Both load the table and wait for each other before writing, so whichever commits second holds a
+stale snapshot: pyiceberg 0.12 retries that commit and both land; 0.9.1 has no retries, and the
+second append must fail without leaving a row behind.
+"""
+
+import pytest
+from pyiceberg.catalog.sql import SqlCatalog
+from rich.console import Console
+
+from harness.envs import Variant
+from harness.matrix import prepare_data
+from harness.results import ResultsStore
+from harness.runner import Runner, RunPlan
+from harness.stacks.embedded import EmbeddedStack
+from harness.worker import Rendezvous, RendezvousMissed
+from harness.writers import writers
+from reports.summary import worker_rows
+from scenarios import get_scenario
+from scenarios.base import register_set
+from scenarios.oracle import ConcurrencyReport, FailedWorker, capture_state, judge
+
+SCENARIO = "concurrent-writers"
+PYICEBERG_WRITERS = [n for n, w in writers().items() if w.__module__.startswith("harness.writers.pyiceberg_")]
+NO_RETRIES = "0.9.1"  # pyiceberg retries commit conflicts from 0.12.0 on
+
+
+def checks_of(record) -> dict:
+    return {check.name: check for check in record.verdict.checks}
+
+
+@pytest.mark.parametrize("writer", PYICEBERG_WRITERS)
+def test_both_appends_land_after_pyiceberg_retries(runner, tiny_sets, expected_outcome, writer):
+    record = runner.run(RunPlan(SCENARIO, writer, "tiny", tiny_sets, 2_000, cap_bytes=1 << 30))
+    failed = [f"{c.name}: {c.reason}" for c in record.verdict.failed]
+    status, passed = expected_outcome(SCENARIO, writer)
+
+    assert (record.status, record.verdict.passed) == (status, passed), (record.error, failed)
+    assert [(w.name, w.source_set, w.status) for w in record.workers] == [
+        ("a", "base", "ok"),
+        ("b", "replacement", "ok"),
+    ]
+    # The rendezvous makes the race certain: someone's commit met the other's snapshot and retried.
+    assert sum(w.commit_retries for w in record.workers) >= 1
+    assert record.wall_s == max(w.wall_s for w in record.workers)
+    assert record.peak_memory_bytes == max(w.peak_memory_bytes for w in record.workers)
+    assert checks_of(record)["a_worker_landed"].actual == "2 of 2"
+    if passed:
+        assert checks_of(record)["row_count"].actual == 20_000
+    else:  # the trap: its own batches overwrite each other's file, whoever else writes
+        assert {c.name for c in record.verdict.failed} >= {"keys_unique", "content_checksum"}
+
+
+def test_without_retries_the_second_append_fails_cleanly(settings):
+    sets = prepare_data(settings, "narrow", list(get_scenario(SCENARIO)().needs), Console(quiet=True))
+    store = ResultsStore(settings.results_dir)
+    old = Runner(settings, store, EmbeddedStack(settings), Variant("pyiceberg", NO_RETRIES))
+    record = old.run(RunPlan(SCENARIO, "pyiceberg-table", "narrow", sets, 20_000, cap_bytes=1 << 30))
+
+    (loser,) = [w for w in record.workers if w.status == "error"]
+    (winner,) = [w for w in record.workers if w.status == "ok"]
+    assert record.status == "error" and record.error.startswith(f"worker {loser.name} ({loser.source_set}): ")
+    assert "CommitFailedException" in loser.error and loser.commit_retries == 0
+    # The table holds the winner's rows and none of the loser's: a clean failure, a passed verdict.
+    assert record.verdict.passed, [f"{c.name}: {c.reason}" for c in record.verdict.failed]
+    assert checks_of(record)["row_count"].actual == sets[winner.source_set].manifest.rows
+    assert checks_of(record)["a_worker_landed"].actual == "1 of 2"
+    assert checks_of(record)["failed_workers_left_nothing"].passed
+    assert record.snapshots_added == 1
+    (row,) = [row for row in worker_rows([record])[1] if row[2] == loser.name]
+    assert row[4].startswith("error: CommitFailedException") and row[5:7] == ["0", "0"]  # commits, retries
+
+
+def test_a_worker_whose_peer_never_comes_gives_up_with_one_line(tmp_path):
+    alone = Rendezvous(directory=tmp_path / "rendezvous", name="a", parties=2, timeout_s=0.2)
+    with pytest.raises(RendezvousMissed, match=r"only 1 of 2 concurrent workers were ready within 0\.2 s"):
+        alone.arrive()
+
+
+def test_rows_of_a_worker_that_reported_failure_fail_the_verdict(tiny_sets, tmp_path):
+    """What dlt does here (see README): a worker's rows land although its write reports failure."""
+    catalog = SqlCatalog("check", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}")
+    scenario = get_scenario(SCENARIO)()
+    table = scenario.prepare(catalog, "bench", tiny_sets)
+    before = capture_state(table)
+    for name in scenario.worker_sets:
+        register_set(table, tiny_sets[name])
+    error = "FileNotFoundError: [Errno 2] No such file or directory: '.../_dlt_pipeline_state/x.jsonl'"
+    failed = FailedWorker("b", "replacement", error, list(tiny_sets["replacement"].manifest.key_ranges))
+    verdict, _ = judge(
+        table.refresh(),
+        expected=scenario.expected_landed(tiny_sets, ["base"]),
+        error=f"worker b (replacement): {error}",
+        before=before,
+        single_commit=False,
+        concurrency=ConcurrencyReport(workers=2, failed=(failed,)),
+    )
+    checks = {check.name: check for check in verdict.checks}
+    assert not verdict.passed
+    assert checks["a_worker_landed"].passed
+    leftover = checks["failed_workers_left_nothing"]
+    assert not leftover.passed and leftover.upstream == "dlt-hub/dlt#2218"
+    assert leftover.reason.startswith("10,000 rows of worker b (replacement) in the table, yet it failed: ")
+    assert not checks["key_set"].passed and not checks["row_count"].passed

@@ -19,11 +19,6 @@ KNOWN_ISSUES = (
         "apache/iceberg-python#2467",
         "upsert after add_column scans with the snapshot's old schema",
     ),
-    KnownIssue(
-        r"_dlt_pipeline_state",
-        "dlt-hub/dlt#2218",
-        "pipelines loading one dataset at once break each other's pipeline-state write (wontfix)",
-    ),
 )
 
 

@@ -111,18 +111,7 @@ class Runner:
             close_catalog(catalog)
             workers = self._workers(plan, scenario, run_catalog.properties, identifier, work)
             self._launch_all(workers, plan.cap_bytes)
-            concurrency = None
-            if len(workers) == 1:
-                (worker,) = workers
-                assert worker.launched is not None, "launched or raised"
-                note = read_kill_note(worker.spec, worker.launched)
-                self._apply(record, worker.launched, worker.result or note, worker.log)
-                expected = self._expected(record, scenario, plan, note)
-            else:
-                concurrency = self._apply_concurrent(record, workers, plan.sets)
-                landed = [outcome.source_set for outcome in record.workers if outcome.status == "ok"]
-                expected = scenario.expected_landed(plan.sets, landed)
-                note = None
+            expected, kill, concurrency = self._settle(record, scenario, plan, workers)
             if self.settings.profile == "memray" and (flamegraph := render_flamegraph(workers[0].folder)):
                 record.profile_flamegraph = str(flamegraph)
             if record.status == "oom" and not all(w.spec.started_marker.exists() for w in workers):
@@ -130,7 +119,6 @@ class Runner:
                     f"memory cap {format_size(plan.cap_bytes)} is too small for the worker to start "
                     f"(it died before its first write; see {workers[0].log})"
                 )
-            kill = _kill_report(scenario, workers[0].result, note)
             self._judge(
                 record, run_catalog, identifier, expected, before, writer.single_commit, kill, concurrency
             )
@@ -142,6 +130,20 @@ class Runner:
         if bad_input is not None and not scenario.expects_bad_input:
             raise IcebenchError(bad_input.error or "bad input")
         return record
+
+    def _settle(
+        self, record: RunRecord, scenario: Scenario, plan: RunPlan, workers: list[WorkerRun]
+    ) -> tuple[Expectation, KillReport | None, ConcurrencyReport | None]:
+        """The record's figures from its worker(s); what the oracle must expect and check."""
+        if len(workers) > 1:
+            concurrency = self._apply_concurrent(record, workers, plan.sets)
+            landed = [outcome.source_set for outcome in record.workers if outcome.status == "ok"]
+            return scenario.expected_landed(plan.sets, landed), None, concurrency
+        (worker,) = workers
+        assert worker.launched is not None, "launched or raised"
+        note = read_kill_note(worker.spec, worker.launched)
+        self._apply(record, worker.launched, worker.result or note, worker.log)
+        return self._expected(record, scenario, plan, note), _kill_report(scenario, worker.result, note), None
 
     def _workers(
         self, plan: RunPlan, scenario: Scenario, catalog: dict[str, str], identifier: str, work: Path

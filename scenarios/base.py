@@ -142,7 +142,8 @@ def register_set(table: Table, data: DataSet) -> None:
     locations = table.location_provider()
     paths = []
     for entry in data.manifest.files:
-        target = locations.new_data_location(f"initial-{entry.name}")
+        # Named after the set too: two sets registered in one table must not share a file name.
+        target = locations.new_data_location(f"initial-{data.directory.name}-{entry.name}")
         _place_file(data.directory / entry.name, target, table)
         paths.append(target)
     table.add_files(paths, check_duplicate_files=False)
@@ -155,9 +156,11 @@ def _place_file(source: Path, target: str, table: Table) -> None:
         try:
             os.link(source, local)
             return
+        except FileExistsError:
+            raise  # never write through it: it may be a hard link to a cached generated set
         except OSError:
-            pass
-    with source.open("rb") as src, table.io.new_output(target).create(overwrite=True) as dst:
+            pass  # another filesystem: copy
+    with source.open("rb") as src, table.io.new_output(target).create(overwrite=False) as dst:
         shutil.copyfileobj(src, dst, length=8 * 2**20)
 
 

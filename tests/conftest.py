@@ -56,8 +56,6 @@ def _expected_outcome(scenario: str, writer: str, stack: str = "embedded") -> tu
     """(status, verdict passed) each writer gives; None: no verdict (unsupported)."""
     if scenarios()[scenario]().unsupported_reason(writers()[writer]):  # the operation, or no batches
         return "unsupported", None
-    if writer == "dlt" and stack != "embedded":  # wired to the embedded stack's SQL catalog
-        return "unsupported", None
     if writer.startswith("spark") and stack != "embedded":  # SQLite + local files only
         return "unsupported", None
     if scenarios()[scenario].expects_bad_input:  # the damaged source fails every writer, cleanly

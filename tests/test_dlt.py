@@ -5,7 +5,9 @@ these check what is particular to it."""
 import pytest
 
 from harness.runner import RunPlan
+from harness.stacks import stacks
 from harness.writers import get_writer
+from harness.writers.dlt import _root_cause, _s3_options
 
 pytest.importorskip("dlt")
 
@@ -30,9 +32,37 @@ def test_dlt_upsert_after_schema_evolution_names_the_upstream_bug(runner, tiny_s
     assert checks["table_unchanged_after_failure"].passed
 
 
-def test_dlt_is_wired_to_the_sql_catalog_only():
+def test_dlt_runs_on_every_stack_catalog_and_refuses_others():
+    """dlt's iceberg_catalog takes SQL and REST catalogs: every stack's (tests/test_local_services.py
+    runs it on local-services); any other kind is refused with the reason."""
     writer = get_writer("dlt")
-    assert (
-        writer.supports_catalog({"type": "sql", "uri": "sqlite:////w/c.db", "warehouse": "file:///w"}) is None
+    for stack in stacks().values():
+        assert writer.supports_catalog(stack.catalog_shape) is None, stack.name
+    assert "'sql' and 'rest'" in writer.supports_catalog({"type": "glue"})
+
+
+def test_dlt_s3_destination_carries_no_keys(monkeypatch):
+    """The filesystem destination gets the endpoint and addressing from the catalog's properties;
+    the keys stay in the environment, for botocore's default chain."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "icebench-test-key")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "icebench-test-secret")
+    properties = {"type": "rest", "uri": "http://127.0.0.1:1", "s3.endpoint": "http://127.0.0.1:2",
+                  "s3.region": "us-east-1", "s3.path-style-access": "true"}  # fmt: skip
+    options = _s3_options(properties)
+    credentials = options["credentials"]
+    assert (credentials.endpoint_url, credentials.region_name) == ("http://127.0.0.1:2", "us-east-1")
+    assert credentials.aws_access_key_id is None and credentials.aws_secret_access_key is None
+    assert options["kwargs"] == {"config_kwargs": {"s3": {"addressing_style": "path"}}}
+    assert _s3_options({"type": "sql", "uri": "sqlite:////w/c.db", "warehouse": "file:///w"}) == {}
+
+
+def test_a_failed_stage_is_reported_by_its_root_cause():
+    """dlt wraps a step's exception as `<class 'X'>` and its message on the next line; a job's as
+    traceback text ending in `X: message`. Either way the run's error is that line."""
+    step = Exception(
+        "Pipeline execution failed at `step=load` when processing package with `load_id=1` with exception:"
+        "\n\n<class 'FileNotFoundError'>\n[Errno 2] No such file or directory: 'x.jsonl'\n\nPending..."
     )
-    assert "SQL catalog" in writer.supports_catalog({"type": "rest", "uri": "http://127.0.0.1:1"})
+    assert _root_cause(step) == "FileNotFoundError: [Errno 2] No such file or directory: 'x.jsonl'"
+    job = Exception("Job failed:\nTraceback ...\n  File 'y'\nValueError: Target schema's field names")
+    assert _root_cause(job) == "ValueError: Target schema's field names"

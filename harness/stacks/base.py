@@ -53,6 +53,11 @@ def purge_namespace(run: RunCatalog) -> None:
             catalog.drop_table(identifier)
             if filesystem is not None:
                 filesystem.delete_dir(path)
+                # The namespace's own folder (what writers kept beside the table, e.g. dlt's state
+                # files), only when it is named after this run's namespace: never a shared folder.
+                parent = path.rstrip("/").rsplit("/", 1)[0]
+                if parent.rsplit("/", 1)[-1] == run.namespace:
+                    filesystem.delete_dir(parent)
         catalog.drop_namespace(run.namespace)
     finally:
         close_catalog(catalog)

@@ -2,11 +2,12 @@
 
 The source batches are yielded as Arrow items of one dlt resource; dlt extracts them to its own
 parquet files, normalizes, then loads them through pyiceberg into the run's table (dlt's
-`iceberg_catalog` points at the run's SQLite catalog, so dlt loads the very table the runner
-prepared). Append is `write_disposition="append"`, replace `"replace"`, upsert
-`{"disposition": "merge", "strategy": "upsert"}` with the key columns as primary key (dlt then
-calls pyiceberg's `table.upsert` per 1,000 rows). dlt's three stages are the three steps; the
-load stage, where every catalog commit happens, is timed as the commit.
+`iceberg_catalog` points at the run's catalog, SQLite or REST, so dlt loads the very table the
+runner prepared; its filesystem destination, which holds only dlt's own state files, sits beside
+that table's folder, on local disk or S3). Append is `write_disposition="append"`, replace
+`"replace"`, upsert `{"disposition": "merge", "strategy": "upsert"}` with the key columns as
+primary key (dlt then calls pyiceberg's `table.upsert` per 1,000 rows). dlt's three stages are
+the three steps; the load stage, where every catalog commit happens, is timed as the commit.
 dlt is imported only here, inside methods.
 """
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 PIPELINE = "icebench"
 ROOT_CAUSE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): ")
+CLASS_LINE = re.compile(r"^<class '(?:[\w.]+\.)?(\w+)'>$")
 DISPOSITIONS: dict[Operation, Any] = {
     Operation.APPEND: "append",
     Operation.REPLACE: "replace",
@@ -35,12 +37,10 @@ DISPOSITIONS: dict[Operation, Any] = {
 
 
 def dlt_supports(catalog_properties: dict[str, str]) -> str | None:
-    """dlt's filesystem destination needs the catalog and the files somewhere it can reach."""
-    if catalog_properties.get("type") != "sql":
-        return (
-            f"the dlt writer is wired to the embedded stack's SQL catalog, not a "
-            f"{catalog_properties.get('type', 'non-SQL')} catalog"
-        )
+    """dlt's `iceberg_catalog` takes SQL and REST catalogs only (dlt.common.libs.pyiceberg); every
+    stack's is one of those, and where the files go is learnt from the table's own location."""
+    if (kind := catalog_properties.get("type")) not in ("sql", "rest"):
+        return f"dlt's iceberg_catalog takes only 'sql' and 'rest' catalogs, not {kind!r}"
     return None
 
 
@@ -62,14 +62,17 @@ class DltWriter(Writer):
 
         namespace, table_name = job.table.name()[-2:]
         properties = {key: str(value) for key, value in job.table.catalog.properties.items()}
+        # A REST catalog need not tell its client the warehouse, but the table's location names
+        # the bucket: dlt keeps its own state files (_dlt_loads, ...) in a folder beside the
+        # table's, so they are never under the table location (no orphans) and are reachable
+        # with the same credentials.
+        state_url = f"{job.table.location().rstrip('/').rsplit('/', 1)[0]}/dlt"
         workdir = Path(tempfile.mkdtemp(prefix="icebench-dlt-"))
         try:
             pipeline = dlt.pipeline(
                 pipeline_name=PIPELINE,
                 pipelines_dir=str(workdir),
-                # dlt keeps its own state files (_dlt_loads, ...) as a dataset folder of its own,
-                # apart from the table folders the catalog already placed in the warehouse.
-                destination=dlt.destinations.filesystem(bucket_url=f"{properties['warehouse']}/dlt"),
+                destination=dlt.destinations.filesystem(bucket_url=state_url, **_s3_options(properties)),
                 dataset_name=namespace,
             )
             resource = dlt.resource(
@@ -112,8 +115,12 @@ def _stage(call: Any, *args: Any) -> Any:
 
 
 def _root_cause(exc: BaseException) -> str:
-    """The last `SomeError: message` line dlt carries in its messages (a job's traceback text)."""
-    lines = [line.strip() for line in str(exc).splitlines()]
+    """The last `SomeError: message` line dlt carries in its messages (a job's traceback text), or
+    its `<class 'SomeError'>` line with the message below it (a step's own exception)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    for index, line in enumerate(lines):
+        if (named := CLASS_LINE.match(line)) and index + 1 < len(lines):
+            lines[index] = f"{named.group(1)}: {lines[index + 1]}"
     causes = [line for line in lines if ROOT_CAUSE.match(line)]
     return causes[-1] if causes else (lines[0] if lines else type(exc).__name__)
 
@@ -122,13 +129,34 @@ def _batches(job: WriteJob) -> Iterator[pa.RecordBatch]:
     yield from job.source.batches()
 
 
+def _s3_options(properties: dict[str, str]) -> dict[str, Any]:
+    """The filesystem destination's S3 settings from the catalog's FileIO properties. The keys are
+    left out: dlt then takes them from botocore's default chain, i.e. the AWS_* environment the
+    stack set, so no secret passes through dlt's config."""
+    if "s3.endpoint" not in properties and "s3.region" not in properties:
+        return {}  # a local warehouse
+    from dlt.common.configuration.specs import AwsCredentials
+
+    options: dict[str, Any] = {
+        "credentials": AwsCredentials(
+            endpoint_url=properties.get("s3.endpoint"), region_name=properties.get("s3.region")
+        )
+    }
+    if properties.get("s3.path-style-access", "").lower() == "true":
+        # as the table's FileIO is told; botocore would choose itself (virtual hosts on AWS)
+        options["kwargs"] = {"config_kwargs": {"s3": {"addressing_style": "path"}}}
+    return options
+
+
 def _catalog_environment(properties: dict[str, str]) -> Any:
     """dlt reads its iceberg catalog from config; the environment is its config provider."""
     import json
 
     from harness.services import environment_variables
 
-    config = {key: value for key, value in properties.items() if key != "type"}
+    # dlt insists on a `warehouse` entry; pyiceberg's REST client sends none when it is empty,
+    # which is how the harness's own clients talk to a catalog that was given none.
+    config = {"warehouse": "", **{key: value for key, value in properties.items() if key != "type"}}
     return environment_variables(
         {
             "ICEBERG_CATALOG__ICEBERG_CATALOG_NAME": "icebench",

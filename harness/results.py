@@ -83,7 +83,7 @@ class RunRecord(BaseModel):
     started_at: str
     worker_log: str | None = None
     profile_flamegraph: str | None = None  # --profile memray: flame graph HTML at peak memory
-    workers: list[WorkerOutcome] = []  # concurrent scenarios: each worker; the fields above sum them up
+    workers: list[WorkerOutcome] = []  # concurrent scenarios: each worker; the fields above: the whole run
 
 
 class ScalePoint(BaseModel):

@@ -4,6 +4,7 @@ import ipaddress
 from collections.abc import Iterator
 
 import psutil
+import pyarrow as pa
 import pytest
 from pyarrow.fs import FileSelector, FileType
 
@@ -106,3 +107,25 @@ def test_external_stack_reaches_an_existing_catalog_and_s3(services_runner, tiny
         )
     assert record.stack == "external" and record.verdict.passed, record.verdict
     assert not list((store.folder / "services").glob("*.log"))  # nothing was started
+
+
+def test_release_removes_every_table_of_the_namespace_and_its_folder(services_runner, tmp_path):
+    """Two tables in one run namespace, and a file beside them: the namespace folder goes only
+    after both tables are dropped (deleting it earlier would take the second table's metadata)."""
+    stack = services_runner.stack
+    run = stack.catalog_for_run(tmp_path, "purge_two_tables")
+    catalog = run.open()
+    catalog.create_namespace(run.namespace)
+    rows = pa.table({"id": pa.array([1, 2], pa.int64())})
+    for name in ("first", "second"):
+        catalog.create_table(f"{run.namespace}.{name}", schema=rows.schema).append(rows)
+    table_folder = catalog.load_table(f"{run.namespace}.first").location()
+    beside = f"{table_folder.rsplit('/', 1)[0]}/dlt/state.json".removeprefix("s3://")
+    with stack.endpoint.filesystem().open_output_stream(beside) as out:
+        out.write(b"{}")
+
+    stack.release(run, keep=False)
+
+    assert run.namespace not in [ns[-1] for ns in catalog.list_namespaces()]
+    bucket = stack.endpoint.filesystem().get_file_info(FileSelector(stack.endpoint.bucket, recursive=True))
+    assert not [info.path for info in bucket if info.type == FileType.File and run.namespace in info.path]

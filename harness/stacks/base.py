@@ -44,6 +44,7 @@ def purge_namespace(run: RunCatalog) -> None:
             identifiers = catalog.list_tables(run.namespace)
         except NoSuchNamespaceError:  # the run stopped before creating anything
             return
+        namespace_folders = {}
         for identifier in identifiers:
             table = catalog.load_table(identifier)
             scheme, netloc, path = PyArrowFileIO.parse_location(table.location())
@@ -57,7 +58,9 @@ def purge_namespace(run: RunCatalog) -> None:
                 # files), only when it is named after this run's namespace: never a shared folder.
                 parent = path.rstrip("/").rsplit("/", 1)[0]
                 if parent.rsplit("/", 1)[-1] == run.namespace:
-                    filesystem.delete_dir(parent)
+                    namespace_folders[parent] = filesystem
+        for folder, filesystem in namespace_folders.items():  # once every table in it is dropped
+            filesystem.delete_dir(folder)
         catalog.drop_namespace(run.namespace)
     finally:
         close_catalog(catalog)

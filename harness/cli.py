@@ -23,6 +23,7 @@ from harness.envs import variants
 from harness.errors import IcebenchError
 from harness.matrix import (
     MatrixConfig,
+    comma_list,
     generation_progress,
     load_matrix_config,
     prepare_data,
@@ -195,7 +196,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         verify_with=args.verify_with,
         profile=args.profile,
         library_versions={
-            library: [v.strip() for v in getattr(args, library).split(",") if v.strip()]
+            library: comma_list(getattr(args, library))
             for library in VERSIONED_LIBRARIES
             if getattr(args, library)
         }
@@ -400,7 +401,7 @@ def _print_report(report: Report) -> None:
 
 def cmd_scale(args: argparse.Namespace) -> None:
     settings = _settings(args)
-    names = [name.strip() for name in args.writer.split(",") if name.strip()]
+    names = comma_list(args.writer)
     for name in names:
         get_writer(name)
     get_scenario(args.scenario)

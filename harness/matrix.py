@@ -28,6 +28,11 @@ from scenarios import get_scenario, scenarios
 from scenarios.base import DataSets
 
 
+def comma_list(text: str) -> list[str]:
+    """Names or versions as the command line and TOML give them: `a, b,,c` is a, b and c."""
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
 class MatrixConfig(BaseModel):
     """The `[matrix]` table of a config file; empty lists mean all."""
 
@@ -44,7 +49,7 @@ class MatrixConfig(BaseModel):
     @field_validator("presets", "scenarios", "writers", "scale_writers", mode="before")
     @classmethod
     def _split(cls, value: object) -> object:
-        return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+        return comma_list(value) if isinstance(value, str) else value
 
     def resolved(self) -> MatrixConfig:
         """Every name checked (one-line error for an unknown one), defaults filled in."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -101,6 +102,11 @@ class TableContent:
     null_keys: int
     data_files: list[str] = field(default_factory=list)
     manifests: int = 0
+
+    @cached_property
+    def unique_keys(self) -> np.ndarray:
+        """The distinct keys, sorted (the content and concurrency checks both count ranges in them)."""
+        return np.unique(self.keys)
 
 
 def capture_state(table: Table) -> TableState:
@@ -284,8 +290,7 @@ def _concurrency_checks(
         if not report.landed
         else Check(name="a_worker_landed", passed=True, expected=f">= 1 of {report.workers}", actual=landed)
     ]
-    keys = np.unique(content.keys)
-    left = {w.name: _count_in_ranges(keys, w.key_ranges) for w in report.failed}
+    left = {w.name: _count_in_ranges(content.unique_keys, w.key_ranges) for w in report.failed}
     leftovers = [
         f"{left[w.name]:,} rows of worker {w.name} ({w.source_set}) in the table, yet it failed: {w.error}"
         for w in report.failed
@@ -326,7 +331,7 @@ def _failed(name: str, reason: str) -> Check:
 
 
 def _content_checks(content: TableContent, expected: Expectation) -> list[Check]:
-    unique = np.unique(content.keys)
+    unique = content.unique_keys
     duplicates = len(content.keys) - len(unique)
     expected_keys = sum(hi - lo + 1 for lo, hi in expected.key_ranges)
     in_ranges = _count_in_ranges(unique, expected.key_ranges)

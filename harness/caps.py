@@ -86,9 +86,9 @@ class MemoryCap:
 class CgroupCap(MemoryCap):
     method = "cgroup-v1"
 
-    def __init__(self, cap_bytes: int, parent: Path) -> None:
+    def __init__(self, cap_bytes: int, parent: Path, prefix: str = "icebench") -> None:
         super().__init__(cap_bytes)
-        self.path = parent / f"icebench-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.path = parent / f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.path.mkdir()
         try:
             self._write("memory.limit_in_bytes", cap_bytes)

@@ -30,6 +30,7 @@ from harness.matrix import (
     run_matrix,
     run_scales,
 )
+from harness.own_memory import harness_box, high_water_mark
 from harness.results import ResultsStore, environment, read_runs, read_scales
 from harness.runner import Runner, RunPlan
 from harness.settings import Settings, load_settings
@@ -63,6 +64,11 @@ def _comma_ints(text: str) -> list[int]:
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="TOML file with [settings] (and [matrix]) tables")
     parser.add_argument("--memory", help="memory cap per worker, e.g. 512m, 2g (default from settings: 2g)")
+    parser.add_argument(
+        "--harness-memory",
+        metavar="SIZE",
+        help="put the harness itself in a cgroup of SIZE, its workers nested inside (as in one container)",
+    )
     parser.add_argument("--isolation", choices=ISOLATIONS)
     parser.add_argument("--stack", help=f"where tables live: {', '.join(stacks())} (default: embedded)")
     parser.add_argument("--batch-rows", type=int, help="rows per batch handed to the writer")
@@ -190,6 +196,7 @@ def _settings(args: argparse.Namespace) -> Settings:
     settings = load_settings(
         args.config,
         memory=args.memory,
+        harness_memory=args.harness_memory,
         isolation=args.isolation,
         stack=args.stack,
         batch_rows=args.batch_rows,
@@ -206,6 +213,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         keep_warehouse=args.keep_warehouse,
     )
     parse_size(settings.memory)  # a bad cap or stack fails before any work
+    if settings.harness_memory:
+        parse_size(settings.harness_memory)
     get_stack(settings.stack)
     return settings
 
@@ -217,8 +226,11 @@ def _session(settings: Settings) -> Iterator[tuple[ResultsStore, Stack]]:
     store.write_environment(
         environment(resolve_isolation(settings.isolation), settings.model_dump(mode="json"))
     )
-    with started(settings, store.folder / "services") as stack:
+    box_bytes = parse_size(settings.harness_memory) if settings.harness_memory else None
+    with harness_box(box_bytes) as box, started(settings, store.folder / "services") as stack:
         yield store, stack
+        peak = high_water_mark()
+        console.print(f"harness: resident peak {format_size(peak)}" + (f"; {box.describe()}" if box else ""))
 
 
 def cmd_generate(args: argparse.Namespace) -> None:

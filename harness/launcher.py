@@ -27,6 +27,7 @@ class Launch:
     oom_kills: int
     timed_out: bool
     timeline: list[tuple[float, int, int]] = field(default_factory=list)
+    cache_at_peak_bytes: int | None = None  # page cache in the sample where usage peaked
 
 
 class Sampler(threading.Thread):
@@ -36,6 +37,7 @@ class Sampler(threading.Thread):
         super().__init__(daemon=True)
         self.cap, self.pid, self.interval = cap, pid, interval
         self.samples: list[tuple[float, int, int]] = []
+        self.peak: MemoryUsage | None = None  # the sample with the highest usage
         self.stopped = threading.Event()
         self.start_time = time.perf_counter()
 
@@ -46,6 +48,8 @@ class Sampler(threading.Thread):
                 self.samples.append(
                     (round(time.perf_counter() - self.start_time, 3), usage.usage_bytes, usage.rss_bytes)
                 )
+                if self.peak is None or usage.usage_bytes > self.peak.usage_bytes:
+                    self.peak = usage
 
 
 def _tree_usage(pid: int) -> MemoryUsage | None:
@@ -172,6 +176,7 @@ def supervise(
         oom_kills=max(cap.oom_kills(), int(handle.killed_by_oom())),
         timed_out=timed_out.is_set(),
         timeline=downsample(timeline, timeline_points),
+        cache_at_peak_bytes=sampler.peak.cache_bytes if sampler.peak and cap.cap_bytes else None,
     )
 
 

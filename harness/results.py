@@ -61,8 +61,13 @@ class RunRecord(BaseModel):
     batches: int | None = None
     wall_s: float | None = None
     write_s: float | None = None
+    # The kernel's peak for the whole worker (memory.max_usage_in_bytes): includes page cache, so
+    # at a size where files fill the cap it reads the cap for every writer.
     peak_memory_bytes: int | None = None
+    # The worker's resident peak: its cgroup's anonymous memory (memory.stat total_rss, sampled)
+    # or its VmHWM, whichever is larger. The figure that tells writers apart.
     peak_rss_bytes: int | None = None
+    cache_at_peak_bytes: int | None = None  # page cache (memory.stat total_cache) at the kernel's peak
     memory_timeline: list[tuple[float, int, int]] = []
     step_latencies_s: list[float] = []
     commit_latencies_s: list[float] = []
@@ -74,6 +79,10 @@ class RunRecord(BaseModel):
     metadata_bytes: int | None = None
     orphan_files: int | None = None  # files under the table location no metadata reaches
     orphan_bytes: int | None = None
+    # The current snapshot's summary after the run (operation, added/deleted/total files and records).
+    snapshot_summary: dict[str, str] = {}
+    verify_s: float | None = None  # the oracle's read-back and checks
+    verify_peak_rss_bytes: int | None = None  # the harness process's resident peak meanwhile
     cap_bytes: int | None = None
     isolation: str
     oom_kills: int = 0

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from string import ascii_lowercase
+
+import pyarrow as pa
 
 from harness.caps import CgroupCap, format_size, make_cap, resolve_isolation
 from harness.container import launch_container
@@ -15,6 +18,7 @@ from harness.envs import Variant, library_env
 from harness.errors import IcebenchError, one_line
 from harness.growth import late_early_ratio
 from harness.launcher import Launch, RunningWorkers, WorkerHandle, launch_worker
+from harness.own_memory import measure_peak_rss
 from harness.profiling import render_flamegraph, worker_arguments
 from harness.results import ResultsStore, RunRecord, Status, WorkerOutcome, now_iso
 from harness.settings import Settings
@@ -54,6 +58,15 @@ class WorkerRun:
     @property
     def log(self) -> Path:
         return self.folder / "worker.log"
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What the oracle holds the table to: content, schema, and whether one commit was promised."""
+
+    content: Expectation
+    schema: pa.Schema
+    single_commit: bool
 
 
 @dataclass(frozen=True)
@@ -120,7 +133,13 @@ class Runner:
                     f"(it died before its first write; see {workers[0].log})"
                 )
             self._judge(
-                record, run_catalog, identifier, expected, before, writer.single_commit, kill, concurrency
+                record,
+                run_catalog,
+                identifier,
+                Expected(expected, scenario.expected_schema(plan.sets), writer.single_commit),
+                before,
+                kill,
+                concurrency,
             )
         finally:
             self.stack.release(run_catalog, keep=self.settings.keep_warehouse)
@@ -219,6 +238,7 @@ class Runner:
         record.write_s = max((part.write_s for part in parts if part.write_s is not None), default=None)
         record.peak_memory_bytes = hungriest.peak_memory_bytes
         record.peak_rss_bytes = hungriest.peak_rss_bytes
+        record.cache_at_peak_bytes = hungriest.cache_at_peak_bytes
         record.memory_timeline = hungriest.memory_timeline
         record.oom_kills = sum(part.oom_kills for part in parts)
         if all(part.batches is not None for part in parts):
@@ -276,31 +296,36 @@ class Runner:
         record: RunRecord,
         run_catalog: RunCatalog,
         identifier: str,
-        expected: Expectation,
+        expected: Expected,
         before: TableState,
-        single_commit: bool,
         kill: KillReport | None,
         concurrency: ConcurrencyReport | None = None,
     ) -> None:
+        """The oracle's verdict, its time and the harness's resident peak meanwhile."""
+        start = time.perf_counter()
         catalog = run_catalog.open()
         try:
-            table = catalog.load_table(identifier)
-            record.verdict, metrics = judge(
-                table,
-                expected=expected,
-                error=record.error,
-                before=before,
-                single_commit=single_commit,
-                verify_with=self.settings.verify_with,
-                spark_master=self.settings.spark_master,
-                kill=kill,
-                concurrency=concurrency,
-            )
+            with measure_peak_rss() as peak:
+                table = catalog.load_table(identifier)
+                record.verdict, metrics = judge(
+                    table,
+                    expected=expected.content,
+                    expected_schema=expected.schema,
+                    error=record.error,
+                    before=before,
+                    single_commit=expected.single_commit,
+                    verify_with=self.settings.verify_with,
+                    spark_master=self.settings.spark_master,
+                    kill=kill,
+                    concurrency=concurrency,
+                )
         except Exception as exc:  # what a writer left may break the reader too: a verdict, not a crash
             record.verdict = unreadable_verdict(record.error, one_line(exc))
-            return
+            metrics = {}
         finally:
             close_catalog(catalog)
+            record.verify_s = round(time.perf_counter() - start, 3)
+        record.verify_peak_rss_bytes = peak.bytes
         for name, value in metrics.items():
             setattr(record, name, value)
 
@@ -336,6 +361,7 @@ class Runner:
         record.wall_s = round(launched.wall_s, 4)
         record.peak_memory_bytes = launched.peak_memory_bytes
         record.memory_timeline = launched.timeline
+        record.cache_at_peak_bytes = launched.cache_at_peak_bytes
         record.oom_kills = launched.oom_kills
         record.worker_log = str(log)
         record.peak_rss_bytes = max((sample[2] for sample in launched.timeline), default=None)

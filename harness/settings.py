@@ -27,6 +27,9 @@ class Settings(BaseSettings):
     results_dir: Path = Field(Path("results"), description="where results/<run-id>/ folders go")
     seed: int = 42
     memory: str = Field("2g", description="memory cap of each worker, e.g. 512m, 2g")
+    harness_memory: str | None = Field(
+        None, description="cap on the harness process itself, its workers nested inside, e.g. 4g"
+    )
     isolation: Isolation = "auto"
     worker_image: str = Field("icebench/worker:local", description="image of --isolation docker workers")
     stack: str = Field("embedded", description="embedded | local-services | external")

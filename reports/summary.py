@@ -37,15 +37,17 @@ def _metadata(r: RunRecord) -> str:
     return "-" if r.metadata_files is None else f"{r.metadata_files} / {format_size(r.metadata_bytes)}"
 
 
-# header, right-aligned, cell text
+# header, right-aligned, cell text. `peak rss` (resident) leads: it tells writers apart where
+# `peak mem` (the kernel's, page cache included) reads the cap for all of them.
 COLUMNS: list[tuple[str, bool, Callable[[RunRecord], str]]] = [
     ("scenario", False, lambda r: r.scenario),
     ("writer", False, lambda r: r.writer + (f" [{r.variant}]" if r.variant else "")),
     ("status", False, lambda r: r.status),
-    ("peak mem", True, lambda r: format_size(r.peak_memory_bytes)),
     ("peak rss", True, lambda r: format_size(r.peak_rss_bytes)),
+    ("peak mem", True, lambda r: format_size(r.peak_memory_bytes)),
     ("wall s", True, lambda r: number_text(r.wall_s, 1)),
     ("write s", True, lambda r: number_text(r.write_s, 1)),
+    ("verify s", True, lambda r: number_text(r.verify_s, 1)),
     ("batches", True, lambda r: count_text(r.batches)),
     ("late/early", True, lambda r: number_text(r.late_early_ratio)),
     ("snapshots", True, lambda r: count_text(r.snapshots_added)),

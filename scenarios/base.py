@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import ClassVar
 from urllib.parse import urlparse
 
+import pyarrow as pa
 from pydantic import BaseModel
 from pyiceberg.catalog import Catalog
 from pyiceberg.table import Table
@@ -109,12 +110,19 @@ class Scenario(ABC):
     def table_identifier(self, namespace: str) -> str:
         return f"{namespace}.{self.name.replace('-', '_')}"
 
+    def table_schema(self, sets: DataSets) -> pa.Schema:
+        """The schema the table is created with: the initial set's, else the source's."""
+        schema_set = sets[self.initial_set or self.source_set]
+        return ParquetSource.open(schema_set.directory, batch_rows=1).schema
+
+    def expected_schema(self, sets: DataSets) -> pa.Schema:
+        """The table's schema after the run: as created, plus the evolutions the scenario makes."""
+        return self.table_schema(sets)
+
     def prepare(self, catalog: Catalog, namespace: str, sets: DataSets) -> Table:
         """Creates the table and loads the initial set with one neutral add_files commit."""
         catalog.create_namespace_if_not_exists(namespace)
-        schema_set = sets[self.initial_set or self.source_set]
-        schema = ParquetSource.open(schema_set.directory, batch_rows=1).schema
-        table = catalog.create_table(self.table_identifier(namespace), schema=schema)
+        table = catalog.create_table(self.table_identifier(namespace), schema=self.table_schema(sets))
         if self.initial_set:
             register_set(table, sets[self.initial_set])
         return table
@@ -164,6 +172,9 @@ def _place_file(source: Path, target: str, table: Table) -> None:
         shutil.copyfileobj(src, dst, length=8 * 2**20)
 
 
+EVOLVED_FIELD = pa.field(EVOLVED_COLUMN, pa.string())
+
+
 def add_evolved_column(table: Table) -> None:
     with table.update_schema() as update:
-        update.add_column(EVOLVED_COLUMN, StringType())
+        update.add_column(EVOLVED_FIELD.name, StringType())

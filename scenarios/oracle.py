@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 import numpy as np
-import pyarrow.compute as pc
+import pyarrow as pa
 from pyarrow import fs as pafs
 from pydantic import BaseModel
-from pyiceberg.io.pyarrow import PyArrowFileIO
-from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
+from pyiceberg.io.pyarrow import PyArrowFileIO, _ConvertToIcebergWithoutIDs, visit_pyarrow
+from pyiceberg.schema import Schema
 from pyiceberg.table import Table
+from pyiceberg.table.snapshots import Snapshot
 
 from generators.checksum import Checksum
 from generators.schema import KEY_COLUMN
@@ -27,6 +27,7 @@ from harness.known_issues import match_known_issue
 from harness.spark import DEFAULT_MASTER
 from harness.spark_read import SparkReadFailed, read_with_spark
 from scenarios.base import Expectation, KeyRanges
+from scenarios.readback import FileFacts, TableContent, read_content
 
 
 class Check(BaseModel):
@@ -56,6 +57,8 @@ class TableState:
     metadata_files: dict[str, int]  # path -> bytes, everything under <table>/metadata
     # The metadata files the table has been at (its log and the current one): one per catalog commit.
     committed_metadata: set[str] = field(default_factory=set)
+    # The current snapshot's summary (totals of files and records, what its commit added and deleted).
+    summary: dict[str, str] = field(default_factory=dict)
 
     def commits_since(self, before: TableState) -> int:
         """Catalog commits between `before` and this state (a failed attempt's file is not one)."""
@@ -94,21 +97,6 @@ class ConcurrencyReport:
         return self.workers - len(self.failed)
 
 
-@dataclass
-class TableContent:
-    rows: int
-    checksum: str
-    keys: np.ndarray
-    null_keys: int
-    data_files: list[str] = field(default_factory=list)
-    manifests: int = 0
-
-    @cached_property
-    def unique_keys(self) -> np.ndarray:
-        """The distinct keys, sorted (the content and concurrency checks both count ranges in them)."""
-        return np.unique(self.keys)
-
-
 def capture_state(table: Table) -> TableState:
     table = table.refresh()
     current = table.current_snapshot()
@@ -118,36 +106,14 @@ def capture_state(table: Table) -> TableState:
         metadata_files=_list_files(table, f"{table.location()}/metadata"),
         committed_metadata={entry.metadata_file for entry in table.metadata.metadata_log}
         | {table.metadata_location},
+        summary=_summary(current),
     )
 
 
-def read_content(table: Table) -> TableContent:
-    """One pass over the table: checksum of every row, the key column, and the live data files."""
-    checksum = Checksum()
-    keys: list[np.ndarray] = []
-    null_keys = 0
-    for batch in table.scan().to_arrow_batch_reader():
-        checksum.update(batch)
-        key = batch.column(KEY_COLUMN)
-        null_keys += key.null_count
-        keys.append(pc.drop_null(key).to_numpy(zero_copy_only=False).astype(np.int64))
-    snapshot = table.current_snapshot()
-    manifests = snapshot.manifests(table.io) if snapshot else []
-    data_files = [
-        entry.data_file.file_path
-        for manifest in manifests
-        if manifest.content == ManifestContent.DATA
-        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True)
-        if entry.status != ManifestEntryStatus.DELETED
-    ]
-    return TableContent(
-        rows=checksum.rows,
-        checksum=checksum.hex,
-        keys=np.concatenate(keys) if keys else np.empty(0, np.int64),
-        null_keys=null_keys,
-        data_files=data_files,
-        manifests=len(manifests),
-    )
+def _summary(snapshot: Snapshot | None) -> dict[str, str]:
+    if snapshot is None or snapshot.summary is None:
+        return {}
+    return {"operation": str(snapshot.summary.operation.value), **snapshot.summary.additional_properties}
 
 
 def orphan_files(table: Table) -> dict[str, int]:
@@ -184,7 +150,7 @@ def _checksummed_file(path: str) -> str:
     return path
 
 
-def table_metrics(before: TableState, after: TableState, content: TableContent) -> dict[str, int]:
+def table_metrics(before: TableState, after: TableState, content: TableContent) -> dict[str, Any]:
     new_metadata = {
         path: size for path, size in after.metadata_files.items() if path not in before.metadata_files
     }
@@ -194,6 +160,7 @@ def table_metrics(before: TableState, after: TableState, content: TableContent) 
         "manifests": content.manifests,
         "metadata_files": sum(path.endswith(".metadata.json") for path in new_metadata),
         "metadata_bytes": sum(new_metadata.values()),
+        "snapshot_summary": after.summary,
     }
 
 
@@ -204,13 +171,15 @@ def judge(
     error: str | None,
     before: TableState,
     single_commit: bool,
+    expected_schema: pa.Schema | None = None,
     verify_with: str = "pyiceberg",
     spark_master: str = DEFAULT_MASTER,
     kill: KillReport | None = None,
     concurrency: ConcurrencyReport | None = None,
-) -> tuple[Verdict, dict[str, int]]:
+) -> tuple[Verdict, dict[str, Any]]:
     """Checks the table against `expected` (the promised result, or the untouched table on error;
-    after a kill, what the writer had committed when it died).
+    after a kill, what the writer had committed when it died) and `expected_schema` (the source's
+    schema plus the scenario's evolutions).
 
     With `verify_with="spark"` Spark reads the table too and must reach pyiceberg's checksum.
     """
@@ -220,11 +189,18 @@ def judge(
     orphans = orphan_files(table)
     metrics.update(orphan_files=len(orphans), orphan_bytes=sum(orphans.values()))
     checks = _content_checks(content, expected) + _file_checks(table, content)
+    if expected_schema is not None:
+        checks.append(schema_check(table, expected_schema))
+    checks.append(manifest_stats_check(content))
+    checks.append(snapshot_summary_check(table, before, after, content))
     if verify_with == "spark":
         checks.append(_spark_agrees(table, content, spark_master))
     if kill is not None:
         checks.extend(_kill_checks(kill, after))
-    elif concurrency is not None:  # a failed worker is no failed check: its rows must just be absent
+        return _verdict(checks), metrics
+    if error is None:  # every worker landed: what it wrote is all reachable from the table
+        checks.append(_no_orphans_check(orphans))
+    if concurrency is not None:  # a failed worker is no failed check: its rows must just be absent
         checks.extend(_concurrency_checks(concurrency, content, after.commits_since(before), single_commit))
     elif error is None:
         checks.append(
@@ -259,7 +235,124 @@ def judge(
                 reason=None if unchanged else "a failed write moved the table to a new snapshot",
             )
         )
-    return Verdict(passed=all(c.passed for c in checks), checks=checks), metrics
+    return _verdict(checks), metrics
+
+
+def _verdict(checks: list[Check]) -> Verdict:
+    return Verdict(passed=all(c.passed for c in checks), checks=checks)
+
+
+def schema_check(table: Table, expected: pa.Schema) -> Check:
+    """The table's columns and Iceberg types against the expected ones (order aside), naming what differs."""
+    want = _column_types(visit_pyarrow(expected, _ConvertToIcebergWithoutIDs()))
+    have = _column_types(table.schema())
+    differences = [f"extra column {name} ({kind})" for name, kind in have.items() if name not in want]
+    differences += [f"missing column {name} ({kind})" for name, kind in want.items() if name not in have]
+    differences += [
+        f"column {name} is {have[name]}, expected {kind}"
+        for name, kind in want.items()
+        if name in have and have[name] != kind
+    ]
+    return Check(
+        name="schema_matches",
+        passed=not differences,
+        expected=f"{len(want)} columns",
+        actual=f"{len(have)} columns",
+        reason=_first_few(differences),
+    )
+
+
+def _column_types(schema: Schema) -> dict[str, str]:
+    return {column.name: str(column.field_type) for column in schema.fields}
+
+
+def manifest_stats_check(content: TableContent) -> Check:
+    """Each live data file's record_count and key bounds in its manifest against what the file holds:
+    a scan that prunes by lying statistics skips rows a full read still finds. Every file is
+    checked (the read-back reads them all anyway). Bounds must hold the file's keys; absent
+    bounds prune nothing and pass."""
+    lies = [problem for facts in content.files if (problem := _stats_problem(facts))]
+    return Check(
+        name="manifest_stats_true",
+        passed=not lies,
+        expected=f"{len(content.files)} files whose stats hold their content",
+        actual=f"{len(lies)} files whose stats do not",
+        reason=_first_few(lies),
+    )
+
+
+def _stats_problem(facts: FileFacts) -> str | None:
+    problems = []
+    if facts.listed_rows != facts.rows:
+        problems.append(f"record_count {facts.listed_rows:,} but {facts.rows:,} rows")
+    (lower, upper), (low, high) = facts.listed_key_bounds, facts.key_bounds
+    if (
+        low is not None
+        and high is not None
+        and ((lower is not None and lower > low) or (upper is not None and upper < high))
+    ):
+        problems.append(f"{KEY_COLUMN} bounds [{lower}, {upper}] but keys [{low}, {high}]")
+    return f"{facts.path}: {'; '.join(problems)}" if problems else None
+
+
+def snapshot_summary_check(
+    table: Table, before: TableState, after: TableState, content: TableContent
+) -> Check:
+    """The current snapshot's summary totals against what the read counted, and the changes the
+    run's snapshots declare (added - deleted) against the change in those totals."""
+    summary = after.summary
+    if after.current_snapshot_id is None:
+        return Check(name="snapshot_summary_true", passed=True, actual="no snapshot")
+    problems = []
+    counted = {"total-data-files": len(content.files), "total-records": content.rows_in_files}
+    for key, value in counted.items():
+        if key in summary and int(summary[key]) != value:
+            problems.append(f"{key} {int(summary[key]):,} but the table has {value:,}")
+    added = [s for s in table.metadata.snapshots if s.snapshot_id in after.snapshot_ids - before.snapshot_ids]
+    for unit in ("data-files", "records"):
+        total = f"total-{unit}"
+        if not added or total not in summary:
+            continue
+        declared = sum(_summary_int(s, f"added-{unit}") - _summary_int(s, f"deleted-{unit}") for s in added)
+        changed = int(summary[total]) - int(before.summary.get(total, 0))
+        if declared != changed:
+            problems.append(
+                f"the run's {len(added)} snapshots declare {declared:+,} {unit}, "
+                f"the totals moved {changed:+,}"
+            )
+    return Check(
+        name="snapshot_summary_true",
+        passed=not problems,
+        expected=counted,
+        actual={key: summary.get(key) for key in counted},
+        reason=_first_few(problems),
+    )
+
+
+def _summary_int(snapshot: Snapshot, key: str) -> int:
+    return int(snapshot.summary.get(key) or 0) if snapshot.summary is not None else 0
+
+
+def _no_orphans_check(orphans: dict[str, int]) -> Check:
+    return Check(
+        name="no_orphans_after_success",
+        passed=not orphans,
+        expected=0,
+        actual=len(orphans),
+        reason=_first_few(
+            [f"{path} ({size:,} bytes) is reachable from no metadata" for path, size in orphans.items()]
+        )
+        if orphans
+        else None,
+    )
+
+
+def _first_few(problems: list[str], shown: int = 3) -> str | None:
+    """One line for a check's reason: the first problems and how many more."""
+    if not problems:
+        return None
+    more = f" (+{len(problems) - shown} more)" if len(problems) > shown else ""
+    return "; ".join(problems[:shown]) + more
 
 
 def _kill_checks(kill: KillReport, after: TableState) -> list[Check]:

@@ -1,7 +1,8 @@
+import pyarrow as pa
 from pyiceberg.catalog import Catalog
 from pyiceberg.table import Table
 
-from scenarios.base import DataSets, add_evolved_column
+from scenarios.base import EVOLVED_FIELD, DataSets, add_evolved_column
 from scenarios.upsert import Upsert
 
 
@@ -14,3 +15,6 @@ class SchemaEvolutionUpsert(Upsert):
         table = super().prepare(catalog, namespace, sets)
         add_evolved_column(table)
         return table
+
+    def expected_schema(self, sets: DataSets) -> pa.Schema:
+        return self.table_schema(sets).append(EVOLVED_FIELD)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -30,7 +31,7 @@ from harness.matrix import (
     run_matrix,
     run_scales,
 )
-from harness.own_memory import harness_box, high_water_mark
+from harness.own_memory import BOX_ENV, high_water_mark, run_in_box
 from harness.results import ResultsStore, environment, read_runs, read_scales
 from harness.runner import Runner, RunPlan
 from harness.settings import Settings, load_settings
@@ -226,11 +227,9 @@ def _session(settings: Settings) -> Iterator[tuple[ResultsStore, Stack]]:
     store.write_environment(
         environment(resolve_isolation(settings.isolation), settings.model_dump(mode="json"))
     )
-    box_bytes = parse_size(settings.harness_memory) if settings.harness_memory else None
-    with harness_box(box_bytes) as box, started(settings, store.folder / "services") as stack:
+    with started(settings, store.folder / "services") as stack:
         yield store, stack
-        peak = high_water_mark()
-        console.print(f"harness: resident peak {format_size(peak)}" + (f"; {box.describe()}" if box else ""))
+        console.print(f"harness: resident peak {format_size(high_water_mark())}")
 
 
 def cmd_generate(args: argparse.Namespace) -> None:
@@ -490,9 +489,20 @@ COMMANDS = {
 }
 
 
+def _harness_box_bytes(args: argparse.Namespace) -> int | None:
+    """The cap of the box the command must run in; None when none is asked or we are inside it."""
+    if not hasattr(args, "harness_memory") or os.environ.get(BOX_ENV):
+        return None
+    size = load_settings(args.config, harness_memory=args.harness_memory).harness_memory
+    return parse_size(size) if size else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(arguments)
     try:
+        if (box_bytes := _harness_box_bytes(args)) is not None:
+            return run_in_box(box_bytes, [sys.executable, "-m", "harness.cli", *arguments])
         COMMANDS[args.command](args)
     except (IcebenchError, ValueError) as exc:
         if isinstance(exc, ValidationError):  # our own models: a bug, not bad input

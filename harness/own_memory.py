@@ -10,6 +10,9 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,50 +56,45 @@ def measure_peak_rss() -> Iterator[PeakRss]:
         peak.bytes = high_water_mark() if resettable else None
 
 
-class HarnessBox:
-    """A cgroup the harness process moves itself into; workers' cgroups are then created below it,
-    so the box holds the harness and its workers together (hierarchical accounting)."""
-
-    def __init__(self, cap_bytes: int) -> None:
-        parent = cgroup_parent()
-        if parent is None:
-            raise IcebenchError("--harness-memory needs a writable cgroup v1 memory controller")
-        self.parent = parent
-        try:
-            self.cap = CgroupCap(cap_bytes, parent, prefix="icebench-harness")
-        except OSError as exc:
-            raise IcebenchError(f"cannot create the harness's memory cgroup under {parent}: {exc}") from None
-        # Memory the harness already holds moves with it (v1 only charges new pages otherwise).
-        with contextlib.suppress(OSError):
-            (self.cap.path / "memory.move_charge_at_immigrate").write_text("3")
-        (self.cap.path / "cgroup.procs").write_text(str(os.getpid()))
-
-    def peak_bytes(self) -> int | None:
-        return self.cap.peak_bytes()
-
-    def oom_kills(self) -> int:
-        return self.cap.oom_kills()
-
-    def close(self) -> None:
-        """Moves the harness back out and removes the box."""
-        (self.parent / "cgroup.procs").write_text(str(os.getpid()))
-        self.cap.close()
-
-    def describe(self) -> str:
-        return (
-            f"harness box {format_size(self.cap.cap_bytes)}: peak {format_size(self.peak_bytes())} "
-            f"(harness + workers, page cache included), oom kills {self.oom_kills()}"
-        )
+BOX_ENV = "ICEBENCH_HARNESS_BOX"  # set inside the box: the command runs there, not again
 
 
-@contextlib.contextmanager
-def harness_box(cap_bytes: int | None) -> Iterator[HarnessBox | None]:
-    """The harness inside a box of `cap_bytes` for the block; nothing when None."""
-    if cap_bytes is None:
-        yield None
-        return
-    box = HarnessBox(cap_bytes)
+def run_in_box(cap_bytes: int, command: list[str]) -> int:
+    """Runs `command` (this CLI again) as a child that enters a fresh cgroup before exec, so all of
+    the harness's memory from its first byte counts, and the workers' cgroups nest below it
+    (hierarchical accounting: the box holds harness and workers together, as one container
+    would). Returns its exit code after reporting the box's peak and OOM kills; removes the box."""
+    parent = cgroup_parent()
+    if parent is None:
+        raise IcebenchError("--harness-memory needs a writable cgroup v1 memory controller")
     try:
-        yield box
+        box = CgroupCap(cap_bytes, parent, prefix="icebench-harness")
+    except OSError as exc:
+        raise IcebenchError(f"cannot create the harness's memory cgroup under {parent}: {exc}") from None
+    try:
+        process = subprocess.Popen(
+            [*box.launch_prefix(), *command], env={**os.environ, BOX_ENV: str(box.path)}
+        )
+        try:
+            returncode = process.wait()
+        except KeyboardInterrupt:  # the child got the Ctrl-C too: let it clean up, then report
+            returncode = process.wait()
+        kills = box.oom_kills()
+        print(
+            f"harness box {format_size(cap_bytes)}: peak {format_size(box.peak_bytes())} "
+            f"(harness + workers, page cache included), oom kills {kills}",
+            file=sys.stderr,
+        )
+        if returncode == -signal.SIGKILL and kills:
+            raise IcebenchError(f"the harness was OOM-killed inside its {format_size(cap_bytes)} box")
+        return returncode if returncode >= 0 else 128 - returncode
     finally:
+        _kill_all_inside(box.path)  # a harness killed in its box leaves its workers behind
         box.close()
+
+
+def _kill_all_inside(cgroup: Path) -> None:
+    for procs in cgroup.rglob("cgroup.procs"):
+        for pid in procs.read_text().split():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)

@@ -1,0 +1,58 @@
+"""`--harness-memory`: the harness runs inside a kernel cap with its workers nested below it."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from harness.caps import cgroup_parent
+from harness.results import read_runs
+from reports.baseline import newest_results_folder
+
+pytestmark = [
+    pytest.mark.usefixtures("cli_settings"),
+    pytest.mark.skipif(cgroup_parent() is None, reason="no writable cgroup v1 memory controller"),
+]
+
+BOX_LINE = re.compile(r"harness box ([\d.]+) MiB: peak ([\d.]+) MiB .* oom kills (\d+)")
+
+
+def _icebench(*arguments: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "harness.cli", "run", "--preset", "tiny", *arguments]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+
+
+def _boxes_left() -> list[str]:
+    parent = cgroup_parent()
+    assert parent is not None
+    return [path.name for path in parent.iterdir() if path.name.startswith("icebench-harness-")]
+
+
+def test_a_run_inside_the_box_counts_harness_and_worker_together(settings, tiny_sets):
+    done = _icebench(
+        "--scenario", "upsert", "--writer", "pyiceberg-table", "--memory", "1g", "--harness-memory", "900m"
+    )
+    assert done.returncode == 0, done.stderr
+    box = BOX_LINE.search(done.stderr)
+    assert box, done.stderr
+    cap, peak, kills = float(box[1]), float(box[2]), int(box[3])
+    (record,) = read_runs(newest_results_folder(settings.results_dir))
+    assert record.status == "ok" and record.verdict.passed
+    assert (cap, kills) == (900.0, 0)
+    # The worker's cgroup nests inside the box: the box's peak holds the worker's and more.
+    assert peak * 2**20 > record.peak_memory_bytes
+    assert record.verify_peak_rss_bytes and record.verify_s is not None
+    assert not _boxes_left()
+
+
+def test_a_box_too_small_for_the_harness_is_one_line_and_leaves_nothing(tiny_sets):
+    done = _icebench(
+        "--scenario", "append", "--writer", "pyiceberg-table", "--memory", "1g", "--harness-memory", "120m"
+    )
+    assert done.returncode == 2, done.stderr
+    assert (
+        done.stderr.strip().splitlines()[-1]
+        == "icebench: error: the harness was OOM-killed inside its 120.0 MiB box"
+    )
+    assert not _boxes_left()

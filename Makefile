@@ -5,10 +5,13 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 # make bench PRESET=tiny MEMORY=1g WRITERS=pyiceberg-add-files,pyiceberg-table SCENARIOS=append
+# make bench PRESET=wide MEMORY=4g   (the canonical scale: 1M rows x 400 columns in a 4 GiB cap)
 PRESET    ?= small
 MEMORY    ?= 2g
 WRITERS   ?=
 SCENARIOS ?=
+# Seconds a worker may run before it is killed and recorded as timed out (empty: 1800).
+TIMEOUT   ?=
 # After the matrix: the batch-count scale of these writers (the O(N^2) picture); SCALE= to skip.
 SCALE     ?= pyiceberg-txn-batches,pyiceberg-add-files
 
@@ -41,7 +44,7 @@ $(REST_JAR): $(STAMP) compose/rest-catalog/build.sh $(wildcard compose/rest-cata
 rest-catalog: $(REST_JAR)
 
 bench: $(STAMP)
-	$(BIN)/icebench matrix --preset $(PRESET) --memory $(MEMORY) --report \
+	$(BIN)/icebench matrix --preset $(PRESET) --memory $(MEMORY) --report $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
 		$(if $(WRITERS),--writers $(WRITERS)) $(if $(SCENARIOS),--scenarios $(SCENARIOS)) \
 		$(if $(SCALE),--scale $(SCALE))
 

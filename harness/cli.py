@@ -73,6 +73,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--isolation", choices=ISOLATIONS)
     parser.add_argument("--stack", help=f"where tables live: {', '.join(stacks())} (default: embedded)")
     parser.add_argument("--batch-rows", type=int, help="rows per batch handed to the writer")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="per-run worker time limit: a slower worker is killed and recorded as timed out (default 1800)",
+    )
     for library in VERSIONED_LIBRARIES:
         parser.add_argument(
             f"--{library}",
@@ -201,6 +207,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         isolation=args.isolation,
         stack=args.stack,
         batch_rows=args.batch_rows,
+        worker_timeout_s=args.timeout,
         verify_with=args.verify_with,
         profile=args.profile,
         library_versions={

@@ -392,7 +392,7 @@ class Runner:
                 return "oom", f"allocation failed under a {cap} {record.isolation} cap: {result.error}"
             return result.status, result.error or result.kill_missed
         if launched.timed_out:
-            return "error", f"worker timed out after {self.settings.worker_timeout_s:.0f} s"
+            return "error", f"worker timed out after {self.settings.worker_timeout_s:g} s"
         if record.isolation == "rlimit" and _mentions_memory_error(log):
             return "oom", f"allocation failed under a {cap} rlimit cap before the worker could report"
         return "error", f"worker died with exit code {launched.returncode}; see {log}"

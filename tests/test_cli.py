@@ -138,3 +138,12 @@ def test_generate_writes_a_set_with_manifest(capsys, tmp_path):
     changes = tmp_path / "changes"
     assert main(["generate", "--changes-of", str(out), "--out", str(changes)]) == 0
     assert json.loads((changes / "manifest.json").read_text())["kind"] == "changes"
+
+
+def test_a_worker_over_its_time_limit_is_a_recorded_timeout_and_the_table_is_untouched(settings, tiny_sets):
+    code = main(["run", "--scenario", "replace", "--writer", "pyiceberg-txn-batches", "--timeout", "0.5"])
+    assert code == 0
+    (record,) = read_runs(newest_results_folder(settings.results_dir))
+    assert (record.status, record.error) == ("error", "worker timed out after 0.5 s")
+    checks = {check.name: check for check in record.verdict.checks}
+    assert checks["table_unchanged_after_failure"].passed and checks["content_checksum"].passed

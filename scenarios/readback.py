@@ -3,9 +3,9 @@
 pyiceberg's own `scan().to_arrow_batch_reader()` materialises every file task as a list of
 batches in its executor (apache/iceberg-python#3036): at 1M rows x 400 columns the reading
 process grows to 4-8 GiB. Here the scan is planned, then each data file is read on its own in
-bounded batches (no read-ahead beyond one batch), its position deletes applied and the batch
+bounded batches (read ahead by two batches at most), its position deletes applied and the batch
 projected onto the table schema with pyiceberg's own projection, so the rows are what any
-pyiceberg reader sees. Memory: about one compressed row group plus one decoded batch.
+pyiceberg reader sees. Memory: about one compressed row group plus three decoded batches.
 
 While reading, each file's own facts are kept (rows before deletes, key bounds), so the
 oracle can hold the manifests' statistics against the file contents at no extra read.
@@ -13,10 +13,13 @@ oracle can hold the manifests' statistics against the file contents at no extra 
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
+from queue import Full, Queue
 
 import numpy as np
 import pyarrow as pa
@@ -41,6 +44,7 @@ from generators.schema import KEY_COLUMN
 # Rows per decoded batch: ~80 MiB at 400 mixed columns, small enough beside the row group buffer.
 READ_BATCH_ROWS = 8_192
 _PREBUFFER_BYTES = 8 * 2**20
+PREFETCH_BATCHES = 2
 
 
 @dataclass(frozen=True)
@@ -80,34 +84,32 @@ class TableContent:
 
 
 def read_content(table: Table, batch_rows: int = READ_BATCH_ROWS) -> TableContent:
-    """One pass over the current snapshot: checksum, keys and file facts, one data file at a time."""
-    scan = table.scan()
-    tasks = list(scan.plan_files())
+    """One pass over the current snapshot: checksum, keys and file facts, one data file at a time.
+    A reader thread decodes the next batches while this one hashes (at most PREFETCH_BATCHES ahead)."""
+    tasks = list(table.scan().plan_files())
     snapshot = table.current_snapshot()
     checksum = Checksum()
     keys: list[np.ndarray] = []
     null_keys = 0
-    files = []
-    deletes = _DeleteCache(table, tasks)
-    for task in tasks:
-        rows, bounds = 0, _Bounds()
-        for raw, visible in _read_task(table, task, deletes.positions_for(task), batch_rows):
-            rows += raw.num_rows
-            bounds.update(raw.column(KEY_COLUMN))
-            checksum.update(visible)
-            key = visible.column(KEY_COLUMN)
-            null_keys += key.null_count
-            keys.append(pc.drop_null(key).to_numpy(zero_copy_only=False).astype(np.int64))
-        deletes.done(task)
-        files.append(
-            FileFacts(
-                path=task.file.file_path,
-                listed_rows=task.file.record_count,
-                rows=rows,
-                listed_key_bounds=_listed_key_bounds(table, task.file),
-                key_bounds=(bounds.low, bounds.high),
-            )
+    rows = [0] * len(tasks)
+    bounds = [_Bounds() for _ in tasks]
+    for index, raw, visible in _prefetched(_batches(table, tasks, batch_rows), PREFETCH_BATCHES):
+        rows[index] += raw.num_rows
+        bounds[index].update(raw.column(KEY_COLUMN))
+        checksum.update(visible)
+        key = visible.column(KEY_COLUMN)
+        null_keys += key.null_count
+        keys.append(pc.drop_null(key).to_numpy(zero_copy_only=False).astype(np.int64))
+    files = [
+        FileFacts(
+            path=task.file.file_path,
+            listed_rows=task.file.record_count,
+            rows=rows[index],
+            listed_key_bounds=_listed_key_bounds(table, task.file),
+            key_bounds=(bounds[index].low, bounds[index].high),
         )
+        for index, task in enumerate(tasks)
+    ]
     return TableContent(
         rows=checksum.rows,
         checksum=checksum.hex,
@@ -116,6 +118,51 @@ def read_content(table: Table, batch_rows: int = READ_BATCH_ROWS) -> TableConten
         files=files,
         manifests=len(snapshot.manifests(table.io)) if snapshot else 0,
     )
+
+
+Batch = tuple[int, pa.RecordBatch, pa.RecordBatch]  # task index, batch as stored, as a reader sees it
+
+
+def _batches(table: Table, tasks: list[FileScanTask], batch_rows: int) -> Iterator[Batch]:
+    deletes = _DeleteCache(table, tasks)
+    for index, task in enumerate(tasks):
+        for raw, visible in _read_task(table, task, deletes.positions_for(task), batch_rows):
+            yield index, raw, visible
+        deletes.done(task)
+
+
+def _prefetched(batches: Iterator[Batch], depth: int) -> Iterator[Batch]:
+    """`batches`, produced by a thread at most `depth` ahead (Arrow's decoding releases the GIL)."""
+    queue: Queue[Batch | BaseException | None] = Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(item: Batch | BaseException | None) -> bool:
+        """False once the consumer has gone (never blocks past that)."""
+        while not stop.is_set():
+            with contextlib.suppress(Full):
+                queue.put(item, timeout=0.1)
+                return True
+        return False
+
+    def produce() -> None:
+        try:
+            for batch in batches:
+                if not put(batch):
+                    return
+            put(None)
+        except BaseException as exc:  # handed over: the consumer raises it
+            put(exc)
+
+    producer = threading.Thread(target=produce, name="oracle-reader", daemon=True)
+    producer.start()
+    try:
+        while (item := queue.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        producer.join()
 
 
 def _read_task(

@@ -1,6 +1,7 @@
 """The oracle's checks fire on damaged tables: each damage here passes the content checks and is
 caught only by the check named (a checker that can be fooled is worse than none)."""
 
+import itertools
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -16,7 +17,7 @@ from generators.schema import KEY_COLUMN
 from scenarios import get_scenario
 from scenarios.base import DataSets, Expectation, _place_file, register_set
 from scenarios.oracle import Verdict, capture_state, judge
-from scenarios.readback import read_content
+from scenarios.readback import _prefetched, read_content
 
 # DataFile fields by position (pyiceberg 0.12's Record layout): record_count, lower_bounds.
 _RECORD_COUNT, _LOWER_BOUNDS = 4, 10
@@ -145,3 +146,15 @@ def test_the_streaming_read_back_matches_the_manifest_at_any_batch_size(tiny_set
     base = tiny_sets["base"].manifest
     assert (content.rows, content.checksum) == (base.rows, base.checksum)
     assert content.rows_in_files == content.rows and len(content.files) == len(base.files)
+
+
+def test_the_reader_thread_hands_over_its_error_and_stops_when_the_oracle_does():
+    def failing():
+        yield 0, None, None
+        raise OSError("disk gone")
+
+    with pytest.raises(OSError, match="disk gone"):
+        list(_prefetched(failing(), depth=1))
+    endless = _prefetched(((i, None, None) for i in itertools.count()), depth=2)
+    assert next(endless)[0] == 0
+    endless.close()  # the producer, blocked on a full queue, must end rather than hang

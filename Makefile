@@ -10,8 +10,9 @@ PRESET    ?= small
 MEMORY    ?= 2g
 WRITERS   ?=
 SCENARIOS ?=
-# Seconds a worker may run before it is killed and recorded as timed out (empty: 1800).
-TIMEOUT   ?=
+# Seconds a worker may run before it is killed and recorded as timed out (empty: the setting,
+# 1800); at wide 900, so one stalled writer costs a quarter hour, not the evening.
+TIMEOUT   ?= $(if $(filter wide,$(PRESET)),900)
 # After the matrix: the batch-count scale of these writers (the O(N^2) picture); SCALE= to skip.
 SCALE     ?= pyiceberg-txn-batches,pyiceberg-add-files
 

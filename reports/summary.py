@@ -57,9 +57,12 @@ COLUMNS: list[tuple[str, bool, Callable[[RunRecord], str]]] = [
 
 
 def summary_table(records: Iterable[RunRecord], title: str = "icebench") -> Table:
+    records = list(records)
     table = Table(title=title, header_style="bold")
-    for header, right, _ in COLUMNS:
-        table.add_column(header, justify="right" if right else "left")
+    for index, (header, right, cell) in enumerate(COLUMNS):
+        # What ran (scenario, writer) is never wrapped: the figures give way first.
+        whole = max((len(cell(r)) for r in records), default=0) if index < 2 else None
+        table.add_column(header, justify="right" if right else "left", no_wrap=index < 2, min_width=whole)
     table.add_column("verdict")
     for r in records:
         cells = [escape(cell(r)) for _, _, cell in COLUMNS]  # "[pyiceberg 0.9.1]" is no style

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from generators.checksum import Checksum
+from generators.checksum import CHECKSUM_VERSION, Checksum
 from generators.manifest import (
     DatasetManifest,
     Expected,
@@ -109,6 +109,7 @@ def generate_changes(
         schema_fields=schema_fields(schema),
         files=[result.entry for result in results],
         checksum=written.hex,
+        checksum_version=CHECKSUM_VERSION,
         key_ranges=merge_key_ranges([r for result in results for r in result.key_ranges]),
         base_checksum=base.checksum,
         updates=replaced.rows,
@@ -125,7 +126,7 @@ def generate_changes(
 
 
 def _load_base(base_dir: Path) -> DatasetManifest:
-    base = DatasetManifest.load(base_dir)
+    base = DatasetManifest.load(base_dir).require_checksum_version(base_dir, CHECKSUM_VERSION)
     if base.kind != "base" or base.field_names() != wide_schema(base.columns).names:
         raise ManifestError(f"not a generated base set: {base_dir}")
     for path in base.file_paths(base_dir):

@@ -1,41 +1,81 @@
-"""Order-independent content checksum shared by the generators and the read-back oracle.
+"""Order-independent content checksum shared by the generators and the read-back oracle (version 2).
 
-    cell_hash  = mix64(column_seed(name) ^ value_hash(value))      non-null cells only
-    row_hash   = mix64(sum of the row's cell hashes)                wrapping uint64
-    checksum   = sum of row hashes mod 2**64                        a multiset hash
+    cell_hash = SipHash-1-3[k0 = P0 ^ column_seed(name), k1 = P1 ^ type_tag](canonical bytes)
+    row_hash  = SipHash-1-3[R0, R1](cell_hash of each non-null cell, 8 bytes LE, columns by name)
+    checksum  = sum of row hashes mod 2**64                                  a multiset hash
 
-Values hash by their logical content, not their physical layout: every integer width,
-date and timestamp becomes its int64 value, floats their float64 bit pattern, decimals
-their unscaled 128-bit integer, strings a polynomial over their UTF-8 bytes. Columns
-are identified by name, so column order does not matter, and nulls add nothing, so a
-column added by schema evolution (null in old rows) leaves old row hashes unchanged.
+Values hash by their logical content, not their physical layout. Canonical bytes: every integer
+width, date (days), time, timestamp and duration (microseconds) its int64 little-endian; floats
+their float64 bits; decimals the 16-byte two's complement unscaled value; strings and binary
+their bytes; booleans one byte. The type tag keeps logical types apart where the bytes agree:
+integer (all widths, as Iceberg promotes int to long), date, time, timestamp, timestamptz,
+duration, float, decimal (with its scale), string (string, large_string and string_view
+alike), binary, boolean. Cell hashes are a keyed PRF, so no value can be made cheaply to hash
+like another value, another column's value or a missing one.
+
+A row's cells are chained through one SipHash in column-name order, so column order does not
+matter and the combination is not linear. A null cell adds nothing to the chain, so a column
+added by schema evolution (null in old rows) leaves old row hashes unchanged.
+
+The remaining limit is the table checksum itself: a sum of 64-bit row hashes, kept additive so
+the generators can subtract the rows an upsert replaces. It is a generic 64-bit multiset hash:
+colliding it takes a search over many rows (birthday or k-sum), not an algebraic shortcut.
+Version 1 (a polynomial string hash, XOR-combined decimals, no type tags) had such shortcuts;
+manifests record the version their checksums were computed with (CHECKSUM_VERSION).
 """
 
 from __future__ import annotations
 
 import hashlib
-import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
+from enum import IntEnum
 from functools import cache
 from typing import Self
 
 import numpy as np
 import pyarrow as pa
 
+from generators import siphash
+
 Data = pa.RecordBatch | pa.Table
+
+CHECKSUM_VERSION = 2
 
 _MASK64 = (1 << 64) - 1
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
-_STRING_BASE = 0x100000001B3  # odd, hence invertible mod 2**64
-_STRING_BASE_INVERSE = pow(_STRING_BASE, -1, 1 << 64)
-_BYTES_BLOCK = 1 << 16
-_LENGTH_SALT = np.uint64(0x9E3779B97F4A7C15)
-_DECIMAL_HIGH_SALT = np.uint64(0xD6E8FEB86659FD93)
+_EMPTY = np.empty(0, np.uint8)
+
+
+def _key(label: bytes) -> tuple[int, int]:
+    digest = hashlib.blake2b(label, digest_size=16).digest()
+    return int.from_bytes(digest[:8], "little"), int.from_bytes(digest[8:], "little")
+
+
+_CELL_KEY = _key(b"icebench checksum v2: cells")  # (P0, P1)
+_ROW_KEY = _key(b"icebench checksum v2: rows")  # (R0, R1)
+
+
+class Tag(IntEnum):
+    """Logical type of a value: the low byte of the type tag (a decimal's scale sits above it)."""
+
+    INTEGER = 1
+    DATE = 2
+    TIME = 3
+    TIMESTAMP = 4
+    TIMESTAMPTZ = 5
+    DURATION = 6
+    FLOAT = 7
+    DECIMAL = 8
+    STRING = 9
+    BINARY = 10
+    BOOLEAN = 11
 
 
 def mix64(values: np.ndarray) -> np.ndarray:
-    """splitmix64 finalizer, applied in place to a uint64 array (array ops wrap silently)."""
+    """splitmix64 finalizer, applied in place to a uint64 array (array ops wrap silently).
+    Version 1 mixed cells with it; version 2 does not, it stays for other users."""
     values ^= values >> np.uint64(30)
     values *= _MIX1
     values ^= values >> np.uint64(27)
@@ -53,162 +93,142 @@ def column_seed(name: str) -> np.uint64:
 
 def row_hashes(data: Data) -> np.ndarray:
     """One uint64 hash per row of `data`."""
-    sums = np.zeros(data.num_rows, dtype=np.uint64)
-    for name, column in zip(data.column_names, data.columns, strict=True):
+    states = np.empty((data.num_rows, siphash.STATE_WORDS), dtype=np.uint64)
+    states[:, :4] = siphash.keyed(*_ROW_KEY)
+    states[:, 4] = 0  # message bytes absorbed
+    # Sorted by name: the chain of cell hashes must not depend on the column order.
+    for name, column in sorted(zip(data.column_names, data.columns, strict=True), key=lambda item: item[0]):
         seed = column_seed(name)
         chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
         start = 0
         for chunk in chunks:
-            _add_cell_hashes(sums[start : start + len(chunk)], chunk, seed)
+            _absorb_column(states[start : start + len(chunk)], chunk, seed)
             start += len(chunk)
-    return mix64(sums)
+    hashes = np.empty(data.num_rows, dtype=np.uint64)
+    siphash.finish_states(states, hashes)
+    return hashes
 
 
-def _add_cell_hashes(sums: np.ndarray, array: pa.Array, seed: np.uint64) -> None:
+def _absorb_column(states: np.ndarray, array: pa.Array, seed: np.uint64) -> None:
     if array.null_count == len(array):
         return
-    hashes, valid = _value_hashes(array)
-    hashes ^= seed
-    np.add(sums, mix64(hashes), out=sums, where=valid if valid is not None else True)
-
-
-def _value_hashes(array: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
-    """A fresh, writable uint64 array of value hashes plus the validity mask (None: no nulls)."""
     if pa.types.is_dictionary(array.type):
-        return _dictionary_hashes(array)
-    return _plain_hashes(_canonical(array)), _validity(array)
+        # Hash each distinct value once and gather: same result as decoding first, much cheaper.
+        indices, entries = array.indices, array.dictionary
+        entries_bitmap, entries_offset = _validity(entries)
+        bitmap, offset = _validity(indices)
+        siphash.absorb_dictionary_cells(
+            states,
+            _value_hashes(entries, seed),
+            entries_bitmap,
+            entries_offset,
+            _values(indices),
+            bitmap,
+            offset,
+        )
+    else:
+        bitmap, offset = _validity(array)
+        siphash.absorb_cells(states, _value_hashes(array, seed), bitmap, offset)
 
 
-def _dictionary_hashes(array: pa.DictionaryArray) -> tuple[np.ndarray, np.ndarray | None]:
-    # Hash each distinct value once and gather: same result as decoding first, much cheaper.
-    dictionary_hashes, dictionary_valid = _value_hashes(array.dictionary)
-    indices = _fixed_width(array.indices.fill_null(0), np.int64)
-    valid = _validity(array.indices)
-    if dictionary_valid is not None:
-        valid = dictionary_valid[indices] if valid is None else valid & dictionary_valid[indices]
-    return dictionary_hashes[indices], valid
+def _validity(array: pa.Array) -> tuple[np.ndarray, int]:
+    """The validity bitmap (empty: no nulls) and the array's first bit in it."""
+    bitmap = array.buffers()[0]
+    if array.null_count == 0 or bitmap is None:
+        return _EMPTY, 0
+    return np.frombuffer(bitmap, dtype=np.uint8), array.offset
+
+
+def _value_hashes(array: pa.Array, seed: np.uint64) -> np.ndarray:
+    """A uint64 hash per slot of a plain (not dictionary) array; null slots hash to anything."""
+    array = _canonical(array)
+    tag = _type_tag(array.type)
+    key = siphash.keyed(_CELL_KEY[0] ^ int(seed), _CELL_KEY[1] ^ tag)
+    out = np.empty(len(array), dtype=np.uint64)
+    match Tag(tag & 0xFF):
+        case Tag.BOOLEAN:
+            siphash.hash_bits(np.frombuffer(array.buffers()[1], dtype=np.uint8), array.offset, key, out)
+        case Tag.FLOAT:
+            siphash.hash_words(_values(array).astype(np.float64, copy=False).view(np.uint64), key, out)
+        case Tag.DECIMAL:
+            siphash.hash_word_pairs(_values(array), key, out)
+        case Tag.STRING | Tag.BINARY:
+            siphash.hash_bytes(*_offsets_and_data(array), key, out)
+        case _:  # integers, and the dates and times stored as them
+            siphash.hash_words(_values(array), key, out)
+    return out
 
 
 def _canonical(array: pa.Array) -> pa.Array:
-    """Recast the layouts that hash as another type."""
+    """Recast the layouts that hash as another one: units to microseconds (days for dates),
+    narrower and wider decimals to decimal128, views to their plain layout."""
     kind = array.type
     if pa.types.is_timestamp(kind) and kind.unit != "us":
         return array.cast(pa.timestamp("us", tz=kind.tz))
-    if pa.types.is_decimal256(kind) and kind.precision <= 38:
+    if pa.types.is_time(kind) and kind.unit != "us":
+        return array.cast(pa.time64("us"))
+    if pa.types.is_duration(kind) and kind.unit != "us":
+        return array.cast(pa.duration("us"))
+    if pa.types.is_date64(kind):
+        return array.cast(pa.date32())
+    if pa.types.is_decimal(kind) and kind.bit_width != 128 and kind.precision <= 38:
         return array.cast(pa.decimal128(kind.precision, kind.scale))
-    if pa.types.is_string_view(kind) or pa.types.is_binary_view(kind):
+    if pa.types.is_string_view(kind):
+        return array.cast(pa.large_string())
+    if pa.types.is_binary_view(kind):
         return array.cast(pa.large_binary())
     return array
 
 
-def _plain_hashes(array: pa.Array) -> np.ndarray:
-    kind = array.type
-    if pa.types.is_boolean(kind):
-        return _bits(array.buffers()[1], array.offset, len(array)).astype(np.uint64)
-    if pa.types.is_floating(kind):
-        return _fixed_width(array, np.float64).view(np.uint64)
-    if _is_integer_like(kind):
-        return _fixed_width(array, np.int64).view(np.uint64)
-    if pa.types.is_decimal128(kind):
-        return _decimal_hashes(array)
-    if _is_bytes_like(kind):
-        return _bytes_hashes(array)
+def _type_tag(kind: pa.DataType) -> int:
+    """The tag of a canonical type (see _canonical): Tag in the low byte, a decimal's scale above."""
+    if pa.types.is_decimal(kind) and kind.bit_width == 128:
+        return Tag.DECIMAL | (kind.scale & 0xFFFF_FFFF) << 32
+    for tag, matches in _TAGS:
+        if matches(kind):
+            return tag
     raise TypeError(f"checksum does not support column type {kind}")
 
 
-def _is_integer_like(kind: pa.DataType) -> bool:
-    return (
-        pa.types.is_integer(kind)
-        or pa.types.is_date(kind)
-        or pa.types.is_timestamp(kind)
-        or pa.types.is_time(kind)
-        or pa.types.is_duration(kind)
-    )
+_TAGS: tuple[tuple[Tag, Callable[[pa.DataType], bool]], ...] = (
+    (Tag.INTEGER, pa.types.is_integer),
+    (Tag.DATE, pa.types.is_date32),
+    (Tag.TIME, pa.types.is_time64),
+    (Tag.TIMESTAMP, lambda kind: pa.types.is_timestamp(kind) and kind.tz is None),
+    (Tag.TIMESTAMPTZ, lambda kind: pa.types.is_timestamp(kind) and kind.tz is not None),
+    (Tag.DURATION, pa.types.is_duration),
+    (Tag.FLOAT, pa.types.is_floating),
+    (Tag.STRING, lambda kind: pa.types.is_string(kind) or pa.types.is_large_string(kind)),
+    (Tag.BINARY, lambda kind: pa.types.is_binary(kind) or pa.types.is_large_binary(kind)),
+    (Tag.BOOLEAN, pa.types.is_boolean),
+)
 
 
-def _is_bytes_like(kind: pa.DataType) -> bool:
-    return (
-        pa.types.is_string(kind)
-        or pa.types.is_large_string(kind)
-        or pa.types.is_binary(kind)
-        or pa.types.is_large_binary(kind)
-    )
-
-
-def _fixed_width(array: pa.Array, widen_to: type[np.generic]) -> np.ndarray:
-    """The values buffer (honouring the slice offset), converted to a fresh `widen_to` array."""
+def _values(array: pa.Array) -> np.ndarray:
+    """The values buffer of a fixed-width array as numpy, zero-copy, from its slice offset.
+    Decimals come as (low, high) uint64 word pairs; float16, which numba lacks, as float32."""
     kind = array.type
+    if pa.types.is_decimal(kind):
+        words = np.frombuffer(array.buffers()[1], dtype="<u8", count=2 * (array.offset + len(array)))
+        return words.reshape(-1, 2)[array.offset :]
     letter = "f" if pa.types.is_floating(kind) else "u" if pa.types.is_unsigned_integer(kind) else "i"
-    dtype = np.dtype(f"<{letter}{kind.bit_width // 8}")
-    raw = np.frombuffer(array.buffers()[1], dtype=dtype, count=array.offset + len(array))
-    return raw[array.offset :].astype(widen_to)
-
-
-def _bits(buffer: pa.Buffer, offset: int, length: int) -> np.ndarray:
-    raw = np.frombuffer(buffer, dtype=np.uint8, count=(offset + length + 7) // 8)
-    return np.unpackbits(raw, count=offset + length, bitorder="little")[offset:].view(bool)
-
-
-def _validity(array: pa.Array) -> np.ndarray | None:
-    if array.null_count == 0:
-        return None
-    return _bits(array.buffers()[0], array.offset, len(array))
-
-
-def _decimal_hashes(array: pa.Array) -> np.ndarray:
-    # 16-byte little-endian two's complement: (low, high) uint64 words per value.
-    words = np.frombuffer(array.buffers()[1], dtype=np.uint64, count=2 * (array.offset + len(array)))
-    words = words.reshape(-1, 2)[array.offset :]
-    return words[:, 0] ^ (words[:, 1] * _DECIMAL_HIGH_SALT)
-
-
-@cache
-def _powers(base: int, size: int) -> np.ndarray:
-    """base ** k mod 2**64 for k < size."""
-    powers = np.full(size, base, dtype=np.uint64)
-    powers[0] = 1
-    return np.cumprod(powers, out=powers)
-
-
-def _bytes_hashes(array: pa.Array) -> np.ndarray:
-    """sum(byte_i * BASE**i) over each value's bytes, plus its length times a salt.
-
-    Bytes are weighted by their position in the whole block (one contiguous multiply), then
-    each value's sum is rescaled by BASE**-start so it no longer depends on where it sits.
-    Blocks of ~64 KiB keep the uint64 temporaries in cache.
-    """
-    offsets, data = _offsets_and_data(array)
-    block_starts = np.searchsorted(offsets, np.arange(0, offsets[-1], _BYTES_BLOCK))
-    bounds = np.union1d(block_starts, [0, len(offsets) - 1])
-    size = 1 << int(np.diff(offsets[bounds]).max(initial=_BYTES_BLOCK)).bit_length()
-    powers, inverse_powers = _powers(_STRING_BASE, size), _powers(_STRING_BASE_INVERSE, size)
-    lengths = np.diff(offsets)
-    hashes = np.zeros(len(lengths), dtype=np.uint64)
-    for first, last in itertools.pairwise(bounds.tolist()):
-        starts = offsets[first:last] - offsets[first]
-        chunk = data[offsets[first] : offsets[last]]
-        terms = np.multiply(chunk, powers[: len(chunk)], dtype=np.uint64)
-        nonempty = lengths[first:last] > 0
-        if nonempty.any():
-            # Segments of non-empty values are contiguous: empty ones own no bytes in between.
-            sums = np.zeros(last - first, dtype=np.uint64)
-            sums[nonempty] = np.add.reduceat(terms, starts[nonempty])
-            hashes[first:last] = sums * inverse_powers[starts]
-    hashes += lengths.astype(np.uint64) * _LENGTH_SALT
-    return hashes
+    values = np.frombuffer(
+        array.buffers()[1], dtype=f"<{letter}{kind.bit_width // 8}", count=array.offset + len(array)
+    )[array.offset :]
+    return values.astype(np.float32) if values.dtype == np.float16 else values
 
 
 def _offsets_and_data(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """int64 offsets rebased to start at 0 and the matching slice of the UTF-8 data buffer."""
+    """The offsets of the array's slice (offset + 1 entries, into the whole data buffer) and that buffer."""
     large = pa.types.is_large_string(array.type) or pa.types.is_large_binary(array.type)
     _, offsets_buffer, data_buffer = array.buffers()
     offsets = np.frombuffer(
-        offsets_buffer, dtype=np.int64 if large else np.int32, count=array.offset + len(array) + 1
-    )
-    offsets = offsets[array.offset :].astype(np.int64)
-    start, end = int(offsets[0]), int(offsets[-1])
-    data = np.frombuffer(data_buffer, dtype=np.uint8, count=end)[start:] if end else np.empty(0, np.uint8)
-    return offsets - start, data
+        offsets_buffer, dtype="<i8" if large else "<i4", count=array.offset + len(array) + 1
+    )[array.offset :]
+    data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else _EMPTY
+    if offsets[-1] > data.size:  # the kernel reads unchecked
+        raise ValueError(f"corrupt {array.type} array: offsets run past its data")
+    return offsets, data
 
 
 @dataclass

@@ -49,6 +49,9 @@ class DatasetManifest(_Model):
     schema_fields: list[FieldSpec]
     files: list[FileEntry]
     checksum: str
+    # The generators.checksum algorithm of every checksum here; manifests from before it was
+    # recorded hold version 1's.
+    checksum_version: int = 1
     key_column: str = KEY_COLUMN
     key_ranges: list[KeyRange]
     # Change sets only.
@@ -64,6 +67,16 @@ class DatasetManifest(_Model):
     def _changes_know_their_base(self) -> Self:
         if self.kind == "changes" and (self.base_checksum is None or self.expected_after_upsert is None):
             raise ValueError("a change set needs base_checksum and expected_after_upsert")
+        return self
+
+    def require_checksum_version(self, directory: Path, version: int) -> Self:
+        """The manifest, if its checksums are of `version` (generators.checksum.CHECKSUM_VERSION):
+        those of another version cannot be verified against."""
+        if self.checksum_version != version:
+            raise ManifestError(
+                f"data set {directory} has version {self.checksum_version} checksums, this icebench "
+                f"computes version {version}: regenerate the set (icebench generate)"
+            )
         return self
 
     def field_names(self) -> list[str]:

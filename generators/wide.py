@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from generators.checksum import Checksum
+from generators.checksum import CHECKSUM_VERSION, Checksum
 from generators.manifest import (
     DatasetManifest,
     FileEntry,
@@ -198,6 +198,7 @@ def base_manifest(tasks: list[BaseFile], results: list[tuple[FileEntry, Checksum
         schema_fields=schema_fields(wide_schema(first.columns)),
         files=[entry for entry, _ in results],
         checksum=sum((checksum for _, checksum in results), Checksum()).hex,
+        checksum_version=CHECKSUM_VERSION,
         key_ranges=[(first.first_key, first.first_key + rows - 1)],
     )
     manifest.save(first.path.parent)

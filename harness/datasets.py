@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import cast
 
 from generators.changes import generate_changes
+from generators.checksum import CHECKSUM_VERSION
 from generators.faults import DAMAGES, Damage, damaged_copy
-from generators.manifest import DatasetManifest, ManifestError
+from generators.manifest import MANIFEST_FILE, DatasetManifest, ManifestError
 from generators.presets import Preset
 from generators.wide import generate_base
 from harness.errors import SourceError
@@ -48,7 +49,9 @@ class DataCache:
         sets: DataSets = {}
         for name in (n for n in SET_DEPENDENCIES if n in wanted):
             directory = self._set_folder(preset, name)
-            if not (directory / "manifest.json").exists():
+            if self._outdated(directory):
+                shutil.rmtree(directory)
+            if not (directory / MANIFEST_FILE).exists():
                 self._generate(preset, name, directory, sets, progress)
             sets[name] = DataSet(directory, DatasetManifest.load(directory))
         return sets
@@ -88,6 +91,14 @@ class DataCache:
             )
         staging.rename(directory)
 
+    @staticmethod
+    def _outdated(directory: Path) -> bool:
+        """A cached set whose checksums another algorithm computed: the oracle could not verify
+        against them, so it is made again (same seed, same rows, new checksums)."""
+        if not (directory / MANIFEST_FILE).exists():
+            return False
+        return DatasetManifest.load(directory).checksum_version != CHECKSUM_VERSION
+
     def _set_folder(self, preset: Preset, name: str) -> Path:
         if name.startswith("changes"):  # change sets also depend on the ratios
             name = f"{name}-u{self.update_ratio:g}-i{self.insert_ratio:g}"
@@ -102,6 +113,7 @@ def data_set(directory: Path) -> DataSet:
     if not directory.is_dir():
         raise SourceError(f"source {directory} does not exist or is not a folder")
     try:
-        return DataSet(directory.resolve(), DatasetManifest.load(directory))
+        manifest = DatasetManifest.load(directory).require_checksum_version(directory, CHECKSUM_VERSION)
     except ManifestError as exc:
         raise SourceError(str(exc)) from None
+    return DataSet(directory.resolve(), manifest)

@@ -4,8 +4,10 @@ caught only by the check named (a checker that can be fooled is worse than none)
 import itertools
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from old_checksum import OldChecksum, old_hash_string_collision
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.conversions import to_bytes
 from pyiceberg.expressions import EqualTo
@@ -158,3 +160,32 @@ def test_the_reader_thread_hands_over_its_error_and_stops_when_the_oracle_does()
     endless = _prefetched(((i, None, None) for i in itertools.count()), depth=2)
     assert next(endless)[0] == 0
     endless.close()  # the producer, blocked on a full queue, must end rather than hang
+
+
+def test_a_string_collision_of_the_old_hash_fails_content_checksum(tiny_sets, tmp_path):
+    """One long string swapped for a different one of the same length that the old, linear string
+    hash cannot tell apart (tests/old_checksum.py builds it by lattice reduction)."""
+    table, scenario = _append_table(tmp_path, tiny_sets)
+    before = capture_state(table)
+    base = tiny_sets["base"]
+    first = pq.read_table(base.directory / base.manifest.files[0].name)
+    text = next(name for name in first.column_names if name.endswith("_text"))
+    values = first.column(text).to_pylist()
+    row = next(i for i, value in enumerate(values) if value is not None and len(value) >= 60)
+    values[row] = old_hash_string_collision(values[row])
+    damaged = first.set_column(first.column_names.index(text), text, pa.array(values, pa.string()))
+    assert damaged.column(text)[row] != first.column(text)[row]
+    assert OldChecksum.of(damaged).hex == OldChecksum.of(first).hex  # the old checksum is fooled
+
+    folder = locations_path(table)
+    paths = [str(folder / "damaged-part-00000.parquet")]
+    pq.write_table(damaged, paths[0], store_decimal_as_integer=True)
+    for entry in base.manifest.files[1:]:
+        paths.append(table.location_provider().new_data_location(f"intact-{entry.name}"))
+        _place_file(base.directory / entry.name, paths[-1], table)
+    table.add_files([f"file://{path}" if path.startswith("/") else path for path in paths])
+
+    verdict, checks = _judge(table, scenario, tiny_sets, before)
+    for name in ("row_count", "keys_unique", "key_set", "schema_matches", "manifest_stats_true"):
+        assert checks[name].passed, checks[name]
+    assert not verdict.passed and [c.name for c in verdict.failed] == ["content_checksum"]

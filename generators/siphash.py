@@ -1,0 +1,206 @@
+"""SipHash-1-3 kernels for the content checksum (generators/checksum.py), compiled by numba.
+
+SipHash as specified by Aumasson and Bernstein (64-bit output, 128-bit key), with C_ROUNDS
+compression and D_ROUNDS finalisation rounds. Each kernel loops over the buffers of one Arrow
+column, taken zero-copy, so no Python runs per row.
+
+numba caches the compiled kernels on disk (cache=True: next to this file, else in the user's
+cache folder, or NUMBA_CACHE_DIR), so only the first process after a change compiles them (a few
+seconds); where no cache folder is writable they are compiled in memory, in every process.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
+
+if sys.byteorder != "little":  # _load_word reads words in the machine's order
+    raise ImportError("the checksum kernels need a little-endian machine")
+
+C_ROUNDS = 1
+D_ROUNDS = 3
+
+_U64 = np.uint64
+# "somepseudorandomlygeneratedbytes", SipHash's initial state constants.
+_INIT = (
+    _U64(0x736F6D6570736575),
+    _U64(0x646F72616E646F6D),
+    _U64(0x6C7967656E657261),
+    _U64(0x7465646279746573),
+)
+_FF = _U64(0xFF)
+Words = tuple[np.uint64, np.uint64, np.uint64, np.uint64]  # SipHash's v0..v3
+# Row states: the four SipHash words, then the message length in bytes (see absorb_cells).
+STATE_WORDS = 5
+
+
+def keyed(k0: int, k1: int) -> np.ndarray:
+    """SipHash's state for the 128-bit key (k0, k1) before any message: the kernels' `key`."""
+    return np.array([k0, k1, k0, k1], dtype=np.uint64) ^ np.array(_INIT, dtype=np.uint64)
+
+
+def _kernel(function: Callable[..., Any]) -> Callable[..., Any]:
+    try:
+        return numba.njit(cache=True, nogil=True)(function)
+    except RuntimeError:  # "no locator available": no writable cache folder (read-only tree and home)
+        # stacklevel 1: one warning, not one per kernel
+        warnings.warn("numba cannot cache the checksum kernels: compiling them in memory", stacklevel=1)
+        return numba.njit(nogil=True)(function)
+
+
+_helper = numba.njit(nogil=True)  # not cached on its own: LLVM inlines it into the kernels
+
+
+@_helper
+def _rotl(x: np.uint64, bits: int) -> np.uint64:
+    return (x << _U64(bits)) | (x >> _U64(64 - bits))
+
+
+@_helper
+def _rounds(v0: np.uint64, v1: np.uint64, v2: np.uint64, v3: np.uint64, count: int) -> Words:
+    for _ in range(count):
+        v0 += v1
+        v1 = _rotl(v1, 13) ^ v0
+        v0 = _rotl(v0, 32)
+        v2 += v3
+        v3 = _rotl(v3, 16) ^ v2
+        v0 += v3
+        v3 = _rotl(v3, 21) ^ v0
+        v2 += v1
+        v1 = _rotl(v1, 17) ^ v2
+        v2 = _rotl(v2, 32)
+    return v0, v1, v2, v3
+
+
+@_helper
+def _compress(v0: np.uint64, v1: np.uint64, v2: np.uint64, v3: np.uint64, word: np.uint64) -> Words:
+    v0, v1, v2, v3 = _rounds(v0, v1, v2, v3 ^ word, C_ROUNDS)
+    return v0 ^ word, v1, v2, v3
+
+
+@_helper
+def _finish(
+    v0: np.uint64, v1: np.uint64, v2: np.uint64, v3: np.uint64, tail: np.uint64, length: int
+) -> np.uint64:
+    """The last block (the message's 0-7 trailing bytes and its length mod 256), then finalisation."""
+    v0, v1, v2, v3 = _compress(v0, v1, v2, v3, tail | ((_U64(length) & _FF) << _U64(56)))
+    v0, v1, v2, v3 = _rounds(v0, v1, v2 ^ _FF, v3, D_ROUNDS)
+    return v0 ^ v1 ^ v2 ^ v3
+
+
+@intrinsic
+def _load_word(typing_context: Any, data: types.Array, position: types.Integer) -> tuple[Any, Any]:
+    """data[position : position + 8] as one little-endian uint64: one unaligned load, where
+    assembling it byte by byte costs three times as long. The caller checks the bounds."""
+    if data.dtype != types.uint8:
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, arguments: Any) -> Any:
+        array = context.make_array(signature.args[0])(context, builder, arguments[0])
+        address = builder.bitcast(builder.gep(array.data, [arguments[1]]), ir.IntType(64).as_pointer())
+        return builder.load(address, align=1)
+
+    return types.uint64(data, position), codegen
+
+
+@_helper
+def _valid(bitmap: np.ndarray, bit: int) -> bool:
+    """An Arrow validity bit; an empty bitmap means no nulls."""
+    return bitmap.size == 0 or (bitmap[bit >> 3] >> (bit & 7)) & 1 == 1
+
+
+@_kernel
+def hash_words(values: np.ndarray, key: np.ndarray, out: np.ndarray) -> None:
+    """SipHash of each value as 8 little-endian bytes (integers sign-extended to 64 bits)."""
+    a, b, c, d = key[0], key[1], key[2], key[3]
+    for i in range(values.size):
+        word = _U64(np.int64(values[i]))
+        v0, v1, v2, v3 = _compress(a, b, c, d, word)
+        out[i] = _finish(v0, v1, v2, v3, _U64(0), 8)
+
+
+@_kernel
+def hash_word_pairs(words: np.ndarray, key: np.ndarray, out: np.ndarray) -> None:
+    """SipHash of each (low, high) uint64 pair as 16 little-endian bytes."""
+    a, b, c, d = key[0], key[1], key[2], key[3]
+    for i in range(words.shape[0]):
+        v0, v1, v2, v3 = _compress(a, b, c, d, words[i, 0])
+        v0, v1, v2, v3 = _compress(v0, v1, v2, v3, words[i, 1])
+        out[i] = _finish(v0, v1, v2, v3, _U64(0), 16)
+
+
+@_kernel
+def hash_bits(bitmap: np.ndarray, offset: int, key: np.ndarray, out: np.ndarray) -> None:
+    """SipHash of each bit of an Arrow boolean buffer (from bit `offset`) as one byte, 0 or 1."""
+    a, b, c, d = key[0], key[1], key[2], key[3]
+    for i in range(out.size):
+        bit = offset + i
+        out[i] = _finish(a, b, c, d, _U64((bitmap[bit >> 3] >> (bit & 7)) & 1), 1)
+
+
+@_kernel
+def hash_bytes(offsets: np.ndarray, data: np.ndarray, key: np.ndarray, out: np.ndarray) -> None:
+    """SipHash of each value data[offsets[i]:offsets[i + 1]] of an Arrow string or binary array."""
+    a, b, c, d = key[0], key[1], key[2], key[3]
+    for i in range(out.size):
+        start, end = np.int64(offsets[i]), np.int64(offsets[i + 1])
+        v0, v1, v2, v3 = a, b, c, d
+        position = start
+        while position + 8 <= end:
+            v0, v1, v2, v3 = _compress(v0, v1, v2, v3, _load_word(data, position))
+            position += 8
+        tail = _U64(0)
+        for byte in range(end - position):
+            tail |= _U64(data[position + byte]) << _U64(8 * byte)
+        out[i] = _finish(v0, v1, v2, v3, tail, end - start)
+
+
+@_helper
+def _absorb(states: np.ndarray, row: int, cell: np.uint64) -> None:
+    v0, v1, v2, v3 = _compress(states[row, 0], states[row, 1], states[row, 2], states[row, 3], cell)
+    states[row, 0], states[row, 1], states[row, 2], states[row, 3] = v0, v1, v2, v3
+    states[row, 4] += 8
+
+
+@_kernel
+def absorb_cells(states: np.ndarray, cells: np.ndarray, validity: np.ndarray, offset: int) -> None:
+    """Feed each row's cell hash into its SipHash state as the next 8 message bytes; nulls
+    (validity bit 0, from bit `offset`) feed nothing."""
+    for i in range(cells.size):
+        if _valid(validity, offset + i):
+            _absorb(states, i, cells[i])
+
+
+@_kernel
+def absorb_dictionary_cells(
+    states: np.ndarray,
+    entries: np.ndarray,
+    entries_validity: np.ndarray,
+    entries_offset: int,
+    indices: np.ndarray,
+    validity: np.ndarray,
+    offset: int,
+) -> None:
+    """As absorb_cells for a dictionary array: row i's cell hash is entries[indices[i]], so each
+    distinct value was hashed once. A null index or a null dictionary entry feeds nothing."""
+    for i in range(indices.size):
+        if _valid(validity, offset + i):
+            entry = np.int64(indices[i])
+            if _valid(entries_validity, entries_offset + entry):
+                _absorb(states, i, entries[entry])
+
+
+@_kernel
+def finish_states(states: np.ndarray, out: np.ndarray) -> None:
+    """Each row's SipHash over the cell hashes it absorbed."""
+    for i in range(states.shape[0]):
+        length = states[i, 4]
+        out[i] = _finish(states[i, 0], states[i, 1], states[i, 2], states[i, 3], _U64(0), length)

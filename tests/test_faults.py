@@ -20,7 +20,13 @@ from harness.writers import Operation, StepTimer, WriteJob, Writer, writers
 from scenarios import get_scenario, scenarios
 
 CRASH_SCENARIOS = {cls.kill_point: name for name, cls in scenarios().items() if cls.kill_point}
-PYICEBERG_WRITERS = [n for n, w in writers().items() if w.__module__.startswith("harness.writers.pyiceberg_")]
+# The crash scenarios append: upsert-only writers are recorded unsupported (test_upsert_add_files.py
+# kills them during an upsert).
+PYICEBERG_WRITERS = [
+    n
+    for n, w in writers().items()
+    if w.__module__.startswith("harness.writers.pyiceberg_") and w.supports(Operation.APPEND)
+]
 # They write data files (and stage manifests) before their catalog commit: a kill before it
 # strands them. The others write inside the commit call (or, commit-per-batch, commit each batch).
 STAGE_FILES_BEFORE_COMMIT = {
@@ -148,8 +154,8 @@ BAD_SOURCES = [name for name, cls in scenarios().items() if cls.expects_bad_inpu
 BAD_SOURCE_RUNS = [
     (scenario, writer)
     for scenario in BAD_SOURCES
-    for writer in writers()
-    if "pyspark" not in writers()[writer].libraries
+    for writer, cls in writers().items()
+    if "pyspark" not in cls.libraries and cls.supports(Operation.APPEND)  # the damaged set is appended
 ] + [("bad-source-corrupt-page", "spark")]
 
 

@@ -1,9 +1,12 @@
-"""The oracle: reads a table back (pyiceberg's scan, never the writer's code path) and judges it.
+"""The oracle: reads a table back (scenarios/readback.py: pyiceberg's planning and projection, one
+data file at a time; never the writer's code path) and judges it.
 
 On request (`--verify-with spark`) Spark reads it as well, and must agree with pyiceberg.
 
 Content is compared with what the source manifests promise (rows, key set, order-independent
-checksum of all columns); structure with what the table's own metadata lists.
+checksum of all columns) and the schema with the source's plus the scenario's evolutions;
+structure with what the table's own metadata claims: manifest statistics, snapshot summaries,
+files listed once and present, nothing unreachable left after a success.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from pyarrow import fs as pafs
 from pydantic import BaseModel
 from pyiceberg.io.pyarrow import PyArrowFileIO, _ConvertToIcebergWithoutIDs, visit_pyarrow
 from pyiceberg.schema import Schema
+from pyiceberg.serializers import FromInputFile
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
 
@@ -127,7 +128,7 @@ def orphan_files(table: Table) -> dict[str, int]:
     What is left was written by a writer that never committed it: reported, never deleted.
     """
     metadata = table.metadata
-    reachable = {table.metadata_location, *(entry.metadata_file for entry in metadata.metadata_log)}
+    reachable = committed_metadata(table)
     statistics = [*metadata.statistics, *metadata.partition_statistics]
     reachable.update(stats.statistics_path for stats in statistics)
     for snapshot in metadata.snapshots:
@@ -142,6 +143,23 @@ def orphan_files(table: Table) -> dict[str, int]:
     listed_as = {PyArrowFileIO.parse_location(path)[2] for path in reachable}
     files = _list_files(table, table.location())
     return {path: size for path, size in files.items() if _checksummed_file(path) not in listed_as}
+
+
+def committed_metadata(table: Table) -> set[str]:
+    """Every metadata file the table has been at. The log holds only the last
+    `write.metadata.previous-versions-max` (100 by default); older ones, kept on disk unless
+    `write.metadata.delete-after-commit.enabled`, are found in the log of the oldest one listed,
+    and so on back: committed, they are no orphans."""
+    log = table.metadata.metadata_log
+    committed = {table.metadata_location, *(entry.metadata_file for entry in log)}
+    while log:
+        try:
+            log = FromInputFile.table_metadata(table.io.new_input(log[0].metadata_file)).metadata_log
+        except FileNotFoundError:  # deleted after commit: nothing older is left either
+            break
+        log = [entry for entry in log if entry.metadata_file not in committed]
+        committed.update(entry.metadata_file for entry in log)
+    return committed
 
 
 def _checksummed_file(path: str) -> str:

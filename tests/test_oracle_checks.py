@@ -189,3 +189,19 @@ def test_a_string_collision_of_the_old_hash_fails_content_checksum(tiny_sets, tm
     for name in ("row_count", "keys_unique", "key_set", "schema_matches", "manifest_stats_true"):
         assert checks[name].passed, checks[name]
     assert not verdict.passed and [c.name for c in verdict.failed] == ["content_checksum"]
+
+
+def test_metadata_files_aged_out_of_the_log_are_committed_not_orphans(tiny_sets, tmp_path):
+    """With previous-versions-max 1 the log forgets all but the last file: still no orphan."""
+    table, scenario = _append_table(tmp_path, tiny_sets)
+    with table.transaction() as txn:
+        txn.set_properties({"write.metadata.previous-versions-max": "1"})
+    before = capture_state(table)
+    register_set(table, tiny_sets["base"])
+    table = table.refresh()
+    with table.transaction() as txn:
+        txn.set_properties({"note": "one more commit"})
+    table = table.refresh()
+    assert len(table.metadata.metadata_log) == 1  # three earlier metadata files, one listed
+    _, checks = _judge(table, scenario, tiny_sets, before)
+    assert checks["no_orphans_after_success"].passed, checks["no_orphans_after_success"].reason

@@ -18,19 +18,23 @@ pytestmark = [
 BOX_LINE = re.compile(r"harness box ([\d.]+) MiB: peak ([\d.]+) MiB .* oom kills (\d+)")
 
 
-def _icebench(*arguments: str) -> subprocess.CompletedProcess[str]:
+def _icebench(*arguments: str) -> tuple[subprocess.CompletedProcess[str], int]:
+    """The command's outcome and its pid (its box is named after it)."""
     command = [sys.executable, "-m", "harness.cli", "run", "--preset", "tiny", *arguments]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        stdout, stderr = process.communicate(timeout=300)
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr), process.pid
 
 
-def _boxes_left() -> list[str]:
+def _boxes_left(pid: int) -> list[str]:
+    """This command's boxes still there (other icebench commands may run beside the tests)."""
     parent = cgroup_parent()
     assert parent is not None
-    return [path.name for path in parent.iterdir() if path.name.startswith("icebench-harness-")]
+    return [path.name for path in parent.iterdir() if path.name.startswith(f"icebench-harness-{pid}-")]
 
 
 def test_a_run_inside_the_box_counts_harness_and_worker_together(settings, tiny_sets):
-    done = _icebench(
+    done, pid = _icebench(
         "--scenario", "upsert", "--writer", "pyiceberg-table", "--memory", "1g", "--harness-memory", "900m"
     )
     assert done.returncode == 0, done.stderr
@@ -43,11 +47,11 @@ def test_a_run_inside_the_box_counts_harness_and_worker_together(settings, tiny_
     # The worker's cgroup nests inside the box: the box's peak holds the worker's and more.
     assert peak * 2**20 > record.peak_memory_bytes
     assert record.verify_peak_rss_bytes and record.verify_s is not None
-    assert not _boxes_left()
+    assert not _boxes_left(pid)
 
 
 def test_a_box_too_small_for_the_harness_is_one_line_and_leaves_nothing(tiny_sets):
-    done = _icebench(
+    done, pid = _icebench(
         "--scenario", "append", "--writer", "pyiceberg-table", "--memory", "1g", "--harness-memory", "120m"
     )
     assert done.returncode == 2, done.stderr
@@ -55,4 +59,4 @@ def test_a_box_too_small_for_the_harness_is_one_line_and_leaves_nothing(tiny_set
         done.stderr.strip().splitlines()[-1]
         == "icebench: error: the harness was OOM-killed inside its 120.0 MiB box"
     )
-    assert not _boxes_left()
+    assert not _boxes_left(pid)

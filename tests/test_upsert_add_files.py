@@ -7,6 +7,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
@@ -14,6 +15,7 @@ from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table import Table
 from pyiceberg.transforms import BucketTransform
 
+from generators.checksum import Checksum
 from generators.faults import damaged_copy
 from generators.manifest import DatasetManifest
 from harness.errors import IcebenchError
@@ -268,3 +270,37 @@ def test_data_files_pyiceberg_wrote_with_field_ids_are_rewritten_right(tmp_path,
 
 def has_field_ids(path: str) -> bool:
     return pq.read_schema(urlparse(path).path).field("id").metadata is not None
+
+
+@pytest.mark.parametrize("change", ["drop", "rename"])
+@pytest.mark.parametrize("writer", UPSERT_WRITERS)
+def test_a_column_dropped_or_renamed_since_the_files_were_written(tmp_path, tiny_sets, writer, change):
+    """The base files still hold c019_bool, the table has dropped it or calls it `flag`: rewritten
+    files carry the table's current columns under their current names, and the table reads back
+    exactly the base rows not replaced plus the change rows, the column gone or renamed."""
+    table = upsert_table(tmp_path, tiny_sets)
+    with table.update_schema() as update:
+        if change == "drop":
+            update.delete_column("c019_bool")
+        else:
+            update.rename_column("c019_bool", "flag")
+
+    def evolved(data: pa.Table) -> pa.Table:
+        if change == "drop":
+            return data.drop_columns(["c019_bool"])
+        return data.rename_columns(["flag" if name == "c019_bool" else name for name in data.column_names])
+
+    changes = evolved(source(tiny_sets["changes"]).read_all())
+    folder = tmp_path / "changes"
+    folder.mkdir()
+    pq.write_table(changes, folder / "part-00000.parquet")
+    job = WriteJob(
+        table, ParquetSource(folder, tiny_sets["changes"].manifest, BATCH_ROWS), Operation.UPSERT, ["id"]
+    )
+    get_writer(writer)().write(job, StepTimer())
+
+    base = evolved(source(tiny_sets["base"]).read_all())
+    kept = base.filter(pc.invert(pc.is_in(base["id"], value_set=changes["id"])))
+    expected = Checksum.of(kept) + Checksum.of(changes)
+    content = read_content(table.refresh())
+    assert (content.rows, content.checksum) == (expected.rows, expected.hex)

@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from dataclasses import dataclass
 from functools import cache
-from typing import Self
 
 import numpy as np
 import pyarrow as pa
 
+from generators.checksum import Checksum
+
 Data = pa.RecordBatch | pa.Table
 
-_MASK64 = (1 << 64) - 1
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _STRING_BASE = 0x100000001B3  # odd, hence invertible mod 2**64
@@ -213,45 +212,10 @@ def _offsets_and_data(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return offsets - start, data
 
 
-@dataclass
-class OldChecksum:
-    """Running multiset checksum; partial checksums combine with + and -."""
+class OldChecksum(Checksum):
+    """The running multiset checksum of version 1: the same arithmetic, the old row hash."""
 
-    rows: int = 0
-    value: int = 0
-
-    @classmethod
-    def from_hex(cls, hex_value: str, rows: int) -> Self:
-        return cls(rows=rows, value=int(hex_value, 16))
-
-    @classmethod
-    def of(cls, data: Data) -> Self:
-        checksum = cls()
-        checksum.update(data)
-        return checksum
-
-    @property
-    def hex(self) -> str:
-        return f"{self.value:016x}"
-
-    def update(self, data: Data) -> None:
-        self.add_rows(old_row_hashes(data))
-
-    def add_rows(self, hashes: np.ndarray) -> None:
-        self.rows += len(hashes)
-        self.value = (self.value + int(hashes.sum(dtype=np.uint64))) & _MASK64
-
-    def subtract_rows(self, hashes: np.ndarray) -> None:
-        self.rows -= len(hashes)
-        self.value = (self.value - int(hashes.sum(dtype=np.uint64))) & _MASK64
-
-    def __add__(self, other: OldChecksum) -> OldChecksum:
-        return OldChecksum(self.rows + other.rows, (self.value + other.value) & _MASK64)
-
-    def __sub__(self, other: OldChecksum) -> OldChecksum:
-        return OldChecksum(self.rows - other.rows, (self.value - other.value) & _MASK64)
-
-    merge = __add__
+    hash_rows = staticmethod(old_row_hashes)
 
 
 # --- a cheap collision of the old string hash -------------------------------------------------

@@ -2,7 +2,7 @@
 
 from pyiceberg.expressions import AlwaysTrue
 
-from harness.writers.base import Operation, StepTimer, WriteJob, Writer, as_table
+from harness.writers.base import Operation, StepTimer, WriteJob, Writer
 from harness.writers.staged_files import staged_files
 
 
@@ -14,9 +14,7 @@ class PyicebergAddFiles(Writer):
 
     def write(self, job: WriteJob, timer: StepTimer) -> None:
         with staged_files(job.table) as staged:
-            for batch in job.source.batches():
-                with timer.step():
-                    staged.write(as_table(batch))
+            staged.write_batches(job.source.batches(), timer)
             with timer.commit():
                 txn = job.table.transaction()
                 if job.operation is Operation.REPLACE:

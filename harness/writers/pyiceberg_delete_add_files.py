@@ -37,7 +37,7 @@ from pyiceberg.table import Table, TableProperties, Transaction
 from pyiceberg.types import IntegerType, LongType
 
 from harness.source import ParquetSource, row_group_batches
-from harness.writers.base import Operation, StepTimer, WriteJob, Writer, as_table
+from harness.writers.base import Operation, StepTimer, WriteJob, Writer
 from harness.writers.staged_files import StagedFiles, staged_files
 
 if TYPE_CHECKING:
@@ -107,9 +107,7 @@ class PyicebergDeleteAddFiles(Writer):
             raise ValueError(f"{self.name} upserts only; {job.operation} is pyiceberg-add-files' job")
         keys = ChangeKeys.of(job)
         with staged_files(job.table) as staged:
-            for batch in job.source.batches():
-                with timer.step():
-                    staged.write(as_table(batch))
+            staged.write_batches(job.source.batches(), timer)
             with timer.commit():
                 txn = job.table.transaction()
                 self.replace_rows(job, txn, staged, keys)

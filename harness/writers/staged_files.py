@@ -11,13 +11,15 @@ from __future__ import annotations
 import itertools
 import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table import Table, Transaction
+
+from harness.writers.base import StepTimer
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +54,12 @@ class StagedFiles:
             # add_files wants decimals as INT32/INT64 where the precision allows it.
             pq.write_table(data, stream, store_decimal_as_integer=True)
         return path
+
+    def write_batches(self, batches: Iterable[pa.RecordBatch], timer: StepTimer) -> None:
+        """One file per batch, each a timed step."""
+        for batch in batches:
+            with timer.step():
+                self.write(pa.Table.from_batches([batch]))
 
     @contextmanager
     def writer(self, schema: pa.Schema, tag: str = "") -> Iterator[pq.ParquetWriter]:

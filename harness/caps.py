@@ -8,6 +8,7 @@ worker tree, peak from `memory.max_usage_in_bytes`, OOM from the `oom_kill` coun
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -15,11 +16,15 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 from harness.errors import IcebenchError
 
 CGROUP_ROOT = Path("/sys/fs/cgroup/memory")
 # Below this no Python interpreter with pyarrow can even start.
 MIN_CAP_BYTES = 16 * 2**20
+# Above this a cgroup v1 limit reads back as "unlimited": no cap at all.
+MAX_CAP_BYTES = 2**50
 _UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
 
@@ -32,6 +37,33 @@ def parse_size(text: str) -> int:
     size = int(float(number) * _UNITS[unit])
     if size < MIN_CAP_BYTES:
         raise IcebenchError(f"memory cap {text!r} is below the {MIN_CAP_BYTES // 2**20} MiB any worker needs")
+    if size > MAX_CAP_BYTES:
+        raise IcebenchError(f"memory cap {text!r} is beyond any machine (the kernel would hold no cap)")
+    return size
+
+
+def machine_memory_bytes() -> int:
+    """What the harness can have: physical memory, or less where a cgroup above us (a container)
+    is limited. Our own harness box does not count: a worker cap is held to the machine's."""
+    limits = [psutil.virtual_memory().total]
+    cgroup = _own_memory_cgroup()
+    while cgroup is not None and cgroup != CGROUP_ROOT and cgroup.is_relative_to(CGROUP_ROOT):
+        if not cgroup.name.startswith("icebench-harness-"):
+            with contextlib.suppress(OSError, ValueError):
+                limits.append(int((cgroup / "memory.limit_in_bytes").read_text()))
+        cgroup = cgroup.parent
+    return min(limits)
+
+
+def check_cap_fits(text: str, what: str, allow_overcommit: bool) -> int:
+    """The cap in bytes; an error naming the setting when it is more than the machine has (the
+    kernel would hold it, and the run would measure the machine instead of the cap)."""
+    size, machine = parse_size(text), machine_memory_bytes()
+    if size > machine and not allow_overcommit:
+        raise IcebenchError(
+            f"{what} {text} is more than this machine's {format_size(machine)}: it would never be "
+            f"reached (pass --allow-overcommit to run anyway)"
+        )
     return size
 
 
@@ -95,6 +127,8 @@ class CgroupCap(MemoryCap):
             memsw = self.path / "memory.memsw.limit_in_bytes"
             if memsw.exists():  # no swap either: the cap is the cap
                 memsw.write_text(str(cap_bytes))
+            # What the kernel holds (rounded to pages), not what was asked: the figure recorded.
+            self.cap_bytes = self._read_int("memory.limit_in_bytes")
         except OSError:
             self.close()
             raise

@@ -9,7 +9,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
@@ -18,10 +17,10 @@ from generators.manifest import DatasetManifest
 from generators.on_spark import generate_base_on_spark
 from generators.presets import PRESETS, get_preset
 from generators.wide import generate_base
-from harness.caps import ISOLATIONS, format_size, parse_size, resolve_isolation
+from harness.caps import ISOLATIONS, check_cap_fits, format_size, parse_size, resolve_isolation
 from harness.datasets import data_set
 from harness.envs import variants
-from harness.errors import IcebenchError
+from harness.errors import IcebenchError, failure_line
 from harness.matrix import (
     MatrixConfig,
     comma_list,
@@ -69,6 +68,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "--harness-memory",
         metavar="SIZE",
         help="put the harness itself in a cgroup of SIZE, its workers nested inside (as in one container)",
+    )
+    parser.add_argument(
+        "--allow-overcommit",
+        action="store_true",
+        default=None,
+        help="accept a cap above the machine's memory (the kernel then never enforces it)",
     )
     parser.add_argument("--isolation", choices=ISOLATIONS)
     parser.add_argument("--stack", help=f"where tables live: {', '.join(stacks())} (default: embedded)")
@@ -204,6 +209,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         args.config,
         memory=args.memory,
         harness_memory=args.harness_memory,
+        allow_overcommit=args.allow_overcommit,
         isolation=args.isolation,
         stack=args.stack,
         batch_rows=args.batch_rows,
@@ -220,9 +226,10 @@ def _settings(args: argparse.Namespace) -> Settings:
         results_dir=args.results,
         keep_warehouse=args.keep_warehouse,
     )
-    parse_size(settings.memory)  # a bad cap or stack fails before any work
+    # A bad or impossible cap, or an unknown stack, fails before any work.
+    check_cap_fits(settings.memory, "memory cap", settings.allow_overcommit)
     if settings.harness_memory:
-        parse_size(settings.harness_memory)
+        check_cap_fits(settings.harness_memory, "harness memory", settings.allow_overcommit)
     get_stack(settings.stack)
     return settings
 
@@ -500,8 +507,12 @@ def _harness_box_bytes(args: argparse.Namespace) -> int | None:
     """The cap of the box the command must run in; None when none is asked or we are inside it."""
     if not hasattr(args, "harness_memory") or os.environ.get(BOX_ENV):
         return None
-    size = load_settings(args.config, harness_memory=args.harness_memory).harness_memory
-    return parse_size(size) if size else None
+    settings = load_settings(
+        args.config, harness_memory=args.harness_memory, allow_overcommit=args.allow_overcommit
+    )
+    if not settings.harness_memory:
+        return None
+    return check_cap_fits(settings.harness_memory, "harness memory", settings.allow_overcommit)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -511,14 +522,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (box_bytes := _harness_box_bytes(args)) is not None:
             return run_in_box(box_bytes, [sys.executable, "-m", "harness.cli", *arguments])
         COMMANDS[args.command](args)
-    except (IcebenchError, ValueError) as exc:
-        if isinstance(exc, ValidationError):  # our own models: a bug, not bad input
-            raise
-        print(f"icebench: error: {exc}", file=sys.stderr)
-        return getattr(exc, "exit_code", 2)
     except KeyboardInterrupt:
         print("icebench: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        print(f"icebench: {failure_line(exc)}", file=sys.stderr)
+        return exc.exit_code if isinstance(exc, IcebenchError) else 2
     return 0
 
 

@@ -20,7 +20,7 @@ from docker.models.containers import Container
 
 from harness.caps import CgroupCap
 from harness.errors import IcebenchError
-from harness.launcher import Launch, WorkerHandle, supervise
+from harness.launcher import Launch, WorkerHandle, supervise, write_log
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Only what a worker needs from our environment: object store and catalog client settings.
@@ -88,10 +88,11 @@ def launch_container(
         cgroup_parent=cap.hierarchy_path,
     )
     handle = ContainerHandle(container)
+    launched: Launch | None = None
     try:
         start = time.perf_counter()
         container.start()
-        return supervise(
+        launched = supervise(
             cap,
             handle,
             start,
@@ -101,5 +102,7 @@ def launch_container(
             on_start=on_start,
         )
     finally:
-        log_path.write_bytes(container.logs(stdout=True, stderr=True))
+        output = write_log(log_path, container.logs(stdout=True, stderr=True))
         container.remove(force=True)
+    launched.output = output
+    return launched

@@ -1,5 +1,10 @@
 """User-facing errors: one line that names the culprit, then a non-zero exit."""
 
+import errno
+import tempfile
+import traceback
+from pathlib import Path
+
 from pydantic import ValidationError
 
 
@@ -32,3 +37,28 @@ def first_error(exc: Exception) -> str:
         where = ".".join(str(part) for part in error["loc"])
         return f"{where}: {error['msg']}" if where else error["msg"]
     return first_line(exc)
+
+
+def os_error_line(exc: OSError) -> str:
+    """`cannot use PATH: No space left on device`: the path is the culprit a user can act on."""
+    reason = exc.strerror or errno.errorcode.get(exc.errno or 0) or str(exc)
+    paths = [str(p) for p in (exc.filename, exc.filename2) if p is not None]
+    return f"cannot use {' -> '.join(paths)}: {reason}" if paths else reason
+
+
+def failure_line(exc: Exception) -> str:
+    """What the CLI prints for a command that failed: bad input and an OS refusal as `error: ...`;
+    anything else is a bug of ours, its traceback kept in a file rather than on the screen."""
+    our_models = isinstance(exc, ValidationError)  # a model of ours that did not validate: a bug
+    if isinstance(exc, IcebenchError) or (isinstance(exc, ValueError) and not our_models):
+        return f"error: {first_line(exc)}"
+    if isinstance(exc, OSError):
+        return f"error: {os_error_line(exc)}"
+    kept = ""
+    try:
+        with tempfile.NamedTemporaryFile("w", prefix="icebench-traceback-", delete=False) as out:
+            out.write("".join(traceback.format_exception(exc)))
+        kept = f" (traceback in {Path(out.name)})"
+    except OSError:
+        pass
+    return f"internal error: {one_line(exc)}{kept}"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -12,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import IO, Protocol
 
 import psutil
 
@@ -28,6 +30,77 @@ class Launch:
     timed_out: bool
     timeline: list[tuple[float, int, int]] = field(default_factory=list)
     cache_at_peak_bytes: int | None = None  # page cache in the sample where usage peaked
+    output: OutputTail | None = None  # the end of what the worker printed
+    enforced_cap_bytes: int | None = None  # the cap as the kernel holds it (None: none enforced)
+
+
+# A traceback's last line (`OSError: [Errno 28] No space left on device`): the reason it died.
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Failed)\b")
+
+
+@dataclass
+class OutputTail:
+    """The last lines a worker printed, kept in memory: when its log cannot be written (a full
+    disk), the reason it died still reaches the record."""
+
+    lines: list[str] = field(default_factory=list)
+    log_error: str | None = None  # why the log could not be written, if it could not
+
+    def reason(self) -> str | None:
+        """The last exception line the worker printed, else its last line."""
+        lines = [line.strip() for line in self.lines if line.strip()]
+        for line in reversed(lines):
+            if _EXCEPTION_LINE.match(line):
+                return line
+        return lines[-1] if lines else None
+
+
+def write_log(log_path: Path, output: bytes, keep_lines: int = 50) -> OutputTail:
+    """A finished worker's whole output (a container's) to its log; the tail either way."""
+    tail = OutputTail(output.decode(errors="replace").splitlines()[-keep_lines:])
+    try:
+        log_path.write_bytes(output)
+    except OSError as exc:
+        tail.log_error = exc.strerror or str(exc)
+    return tail
+
+
+class OutputCopier(threading.Thread):
+    """Copies a running worker's output from its pipe to its log, keeping the tail in memory."""
+
+    def __init__(self, stream: IO[bytes], log_path: Path, keep_lines: int = 50) -> None:
+        super().__init__(daemon=True)
+        self.stream, self.log_path = stream, log_path
+        self.lines: collections.deque[str] = collections.deque(maxlen=keep_lines)
+        self.log_error: str | None = None
+
+    def run(self) -> None:
+        log = self._open()
+        for line in iter(self.stream.readline, b""):
+            self.lines.append(line.decode(errors="replace").rstrip("\n"))
+            if log is not None:
+                try:
+                    log.write(line)
+                    log.flush()
+                except OSError as exc:
+                    self.log_error, log = exc.strerror or str(exc), None
+        if log is not None:
+            with contextlib.suppress(OSError):
+                log.close()
+
+    def _open(self) -> IO[bytes] | None:
+        try:
+            return self.log_path.open("ab")
+        except OSError as exc:
+            self.log_error = exc.strerror or str(exc)
+            return None
+
+    def tail(self, timeout_s: float = 10.0) -> OutputTail:
+        """Once the output ended (a child the worker left may hold the pipe open: not forever)."""
+        self.join(timeout_s)
+        if not self.is_alive():
+            self.stream.close()
+        return OutputTail(list(self.lines), self.log_error)
 
 
 class Sampler(threading.Thread):
@@ -120,15 +193,23 @@ def launch_worker(
     """The worker as a child process in its own process group, moved into the cap before exec;
     `python` is another environment's interpreter (a library version variant)."""
     command = [*cap.launch_prefix(), str(python or sys.executable), *python_arguments, str(spec_path)]
-    with log_path.open("ab") as log:
-        start = time.perf_counter()
-        process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-        )
-    return supervise(
-        cap, ProcessHandle(process), start, timeout_s=timeout_s, sample_interval_s=sample_interval_s,
-        timeline_points=timeline_points, on_start=on_start,
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        start_new_session=True,
     )  # fmt: skip
+    assert process.stdout is not None
+    copier = OutputCopier(process.stdout, log_path)
+    copier.start()
+    try:
+        launched = supervise(
+            cap, ProcessHandle(process), start, timeout_s=timeout_s, sample_interval_s=sample_interval_s,
+            timeline_points=timeline_points, on_start=on_start,
+        )  # fmt: skip
+    finally:
+        output = copier.tail()
+    launched.output = output
+    return launched
 
 
 def supervise(
@@ -177,6 +258,7 @@ def supervise(
         timed_out=timed_out.is_set(),
         timeline=downsample(timeline, timeline_points),
         cache_at_peak_bytes=sampler.peak.cache_bytes if sampler.peak and cap.cap_bytes else None,
+        enforced_cap_bytes=cap.cap_bytes,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -110,45 +111,88 @@ class Runner:
             record.error = reason  # stays unsupported
             return self._finish(record)
 
-        number, work = self.store.new_work_folder(f"{plan.scenario}-{plan.writer}")
-        run_catalog = self.stack.catalog_for_run(work, f"{self.store.run_id}_{number:03d}")
+        try:
+            number, work = self.store.new_work_folder(f"{plan.scenario}-{plan.writer}")
+            run_catalog = self.stack.catalog_for_run(work, f"{self.store.run_id}_{number:03d}")
+        except OSError as exc:  # a full or unwritable results folder: this run's error, not the matrix's
+            record.status, record.error = "error", f"run set-up failed: {one_line(exc)}"
+            return self._finish(record)
         reason = writer.supports_catalog(run_catalog.properties)
         if reason:
-            self.stack.release(run_catalog, keep=False)
+            self._release(run_catalog, keep=False)
             record.error = f"{plan.writer} does not support this catalog: {reason}"  # stays unsupported
             return self._finish(record)
         identifier = scenario.table_identifier(run_catalog.namespace)
+        workers: list[WorkerRun] = []
         try:
-            catalog = run_catalog.open()
-            before = capture_state(scenario.prepare(catalog, run_catalog.namespace, plan.sets))
-            close_catalog(catalog)
-            workers = self._workers(plan, scenario, run_catalog.properties, identifier, work)
-            self._launch_all(workers, plan.cap_bytes)
-            expected, kill, concurrency = self._settle(record, scenario, plan, workers)
-            if self.settings.profile == "memray" and (flamegraph := render_flamegraph(workers[0].folder)):
-                record.profile_flamegraph = str(flamegraph)
-            if record.status == "oom" and not all(w.spec.started_marker.exists() for w in workers):
-                raise WorkerCouldNotStart(
-                    f"memory cap {format_size(plan.cap_bytes)} is too small for the worker to start "
-                    f"(it died before its first write; see {workers[0].log})"
-                )
-            self._judge(
-                record,
-                run_catalog,
-                identifier,
-                Expected(expected, scenario.expected_schema(plan.sets), writer.single_commit),
-                before,
-                kill,
-                concurrency,
-            )
+            before = self._set_up_table(record, scenario, run_catalog, plan.sets)
+            if before is not None:
+                workers = self._workers(plan, scenario, run_catalog.properties, identifier, work)
+                self._launch_all(workers, plan.cap_bytes)
+                self._settle_and_judge(record, scenario, writer, plan, workers, run_catalog, before)
+        except OSError as exc:  # the harness's own files (spec, result) on a full or broken disk
+            record.status, record.error = "error", f"the harness could not run the worker: {one_line(exc)}"
         finally:
-            self.stack.release(run_catalog, keep=self.settings.keep_warehouse)
+            self._release(run_catalog, keep=self.settings.keep_warehouse)
         self._finish(record)
         results = [w.result for w in workers]
         bad_input = next((r for r in results if r is not None and r.error_kind == "bad_input"), None)
         if bad_input is not None and not scenario.expects_bad_input:
             raise IcebenchError(bad_input.error or "bad input")
         return record
+
+    def _set_up_table(
+        self, record: RunRecord, scenario: Scenario, run_catalog: RunCatalog, sets: DataSets
+    ) -> TableState | None:
+        """The table as the scenario prepares it, before any worker; None when that failed (a
+        catalog out of reach, a full disk): the run's recorded error, and the matrix goes on."""
+        try:
+            catalog = run_catalog.open()
+            try:
+                return capture_state(scenario.prepare(catalog, run_catalog.namespace, sets))
+            finally:
+                close_catalog(catalog)
+        except IcebenchError:  # bad input: one line for the whole command
+            raise
+        except Exception as exc:
+            record.status, record.error = "error", f"table set-up failed: {one_line(exc)}"
+            return None
+
+    def _settle_and_judge(
+        self,
+        record: RunRecord,
+        scenario: Scenario,
+        writer: type[Writer],
+        plan: RunPlan,
+        workers: list[WorkerRun],
+        run_catalog: RunCatalog,
+        before: TableState,
+    ) -> None:
+        expected, kill, concurrency = self._settle(record, scenario, plan, workers)
+        if self.settings.profile == "memray" and (flamegraph := render_flamegraph(workers[0].folder)):
+            record.profile_flamegraph = str(flamegraph)
+        if record.status == "oom" and not all(w.spec.started_marker.exists() for w in workers):
+            raise WorkerCouldNotStart(
+                f"memory cap {format_size(plan.cap_bytes)} is too small for the worker to start "
+                f"(it died before its first write; see {workers[0].log})"
+            )
+        self._judge(
+            record,
+            run_catalog,
+            scenario.table_identifier(run_catalog.namespace),
+            Expected(expected, scenario.expected_schema(plan.sets), writer.single_commit),
+            before,
+            kill,
+            concurrency,
+        )
+
+    def _release(self, run_catalog: RunCatalog, keep: bool) -> None:
+        """The run's tables and files removed; a failure to is said, never lost, never fatal."""
+        try:
+            self.stack.release(run_catalog, keep=keep)
+        except Exception as exc:
+            left = f"could not remove what run {run_catalog.namespace} left in {run_catalog.work}"
+            print(f"icebench: warning: {left}: {one_line(exc)}", file=sys.stderr)
 
     def _settle(
         self, record: RunRecord, scenario: Scenario, plan: RunPlan, workers: list[WorkerRun]
@@ -236,6 +280,7 @@ class Runner:
         hungriest = max(parts, key=lambda part: part.peak_memory_bytes or 0)
         record.wall_s = max(part.wall_s or 0 for part in parts)
         record.write_s = max((part.write_s for part in parts if part.write_s is not None), default=None)
+        record.cap_bytes = hungriest.cap_bytes
         record.peak_memory_bytes = hungriest.peak_memory_bytes
         record.peak_rss_bytes = hungriest.peak_rss_bytes
         record.cache_at_peak_bytes = hungriest.cache_at_peak_bytes
@@ -358,6 +403,7 @@ class Runner:
             worker.result = WorkerResult.model_validate_json(spec.result_path.read_text())
 
     def _apply(self, record: RunRecord, launched: Launch, result: WorkerResult | None, log: Path) -> None:
+        record.cap_bytes = launched.enforced_cap_bytes
         record.wall_s = round(launched.wall_s, 4)
         record.peak_memory_bytes = launched.peak_memory_bytes
         record.memory_timeline = launched.timeline
@@ -393,9 +439,9 @@ class Runner:
             return result.status, result.error or result.kill_missed
         if launched.timed_out:
             return "error", f"worker timed out after {self.settings.worker_timeout_s:g} s"
-        if record.isolation == "rlimit" and _mentions_memory_error(log):
+        if record.isolation == "rlimit" and _mentions_memory_error(launched):
             return "oom", f"allocation failed under a {cap} rlimit cap before the worker could report"
-        return "error", f"worker died with exit code {launched.returncode}; see {log}"
+        return "error", _death_notice(launched, log)
 
     def _finish(self, record: RunRecord) -> RunRecord:
         self.store.append(record)
@@ -422,6 +468,17 @@ def _kill_report(scenario: Scenario, result: WorkerResult | None, note: KillNote
     return None
 
 
-def _mentions_memory_error(log: Path) -> bool:
-    tail = log.read_bytes()[-4096:] if log.exists() else b""
-    return b"MemoryError" in tail or b"bad_alloc" in tail
+def _death_notice(launched: Launch, log: Path) -> str:
+    """A worker that died without its report: the last error it printed (kept in memory, so a log
+    that could not be written loses nothing) and where its log is, or why there is none."""
+    output = launched.output
+    said = output.reason() if output else None
+    notice = f"worker died with exit code {launched.returncode}" + (f": {said}" if said else "")
+    if output is not None and output.log_error:
+        return f"{notice} (its log {log} could not be written: {output.log_error})"
+    return f"{notice}; see {log}"
+
+
+def _mentions_memory_error(launched: Launch) -> bool:
+    lines = launched.output.lines if launched.output else []
+    return any("MemoryError" in line or "bad_alloc" in line for line in lines)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from pathlib import Path
@@ -16,6 +17,23 @@ Isolation = Literal["auto", "cgroup", "docker", "rlimit", "none"]
 
 CONFIG_ENV = "ICEBENCH_CONFIG"
 DEFAULT_CONFIG = Path("icebench.toml")
+ENV_PREFIX = "ICEBENCH_"
+# ICEBENCH_* variables that are not settings: the config file's path, the harness box, the test
+# suite's switch, and what the shell scripts and services of compose/ read.
+OTHER_VARIABLES = frozenset(
+    {
+        CONFIG_ENV,
+        "ICEBENCH_HARNESS_BOX",
+        "ICEBENCH_REQUIRE_DOCKER",
+        "ICEBENCH_CACHE",
+        "ICEBENCH_ENGINE_OWNER",
+        "ICEBENCH_DOCKER_DIR",
+        "ICEBENCH_DOCKERD_OPTS",
+    }
+)
+OTHER_PREFIXES = ("ICEBENCH_REST_",)  # the REST catalog server's own variables (compose/rest-catalog)
+# The tables a config file may hold, and who reads them.
+CONFIG_TABLES = ("settings", "matrix", "gate")
 
 
 class Settings(BaseSettings):
@@ -30,6 +48,7 @@ class Settings(BaseSettings):
     harness_memory: str | None = Field(
         None, description="cap on the harness process itself, its workers nested inside, e.g. 4g"
     )
+    allow_overcommit: bool = Field(False, description="accept a cap above the machine's memory")
     isolation: Isolation = "auto"
     worker_image: str = Field("icebench/worker:local", description="image of --isolation docker workers")
     stack: str = Field("embedded", description="embedded | local-services | external")
@@ -72,13 +91,49 @@ class Settings(BaseSettings):
         return init_settings, env_settings
 
 
+def close_match(name: str, known: list[str] | tuple[str, ...]) -> str:
+    """` (did you mean X?)` for a near miss, else nothing."""
+    matches = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return f" (did you mean {matches[0]}?)" if matches else ""
+
+
 def read_toml(path: Path) -> dict[str, Any]:
+    """A config file's tables; a table none of us reads is a mistake, not something to ignore."""
     try:
-        return tomllib.loads(path.read_text())
+        tables = tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise IcebenchError(f"config file {path} does not exist") from None
+    except IsADirectoryError:
+        raise IcebenchError(f"config file {path} is a folder, not a TOML file") from None
+    except OSError as exc:
+        raise IcebenchError(f"config file {path} is unreadable: {exc.strerror}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise IcebenchError(f"config file {path} is not valid TOML: {exc}") from None
+    for name, value in tables.items():
+        if name not in CONFIG_TABLES or not isinstance(value, dict):
+            raise IcebenchError(
+                f"config file {path}: unknown table [{name}]{close_match(name, CONFIG_TABLES)}; "
+                f"icebench reads {', '.join(f'[{t}]' for t in CONFIG_TABLES)}"
+            )
+    return tables
+
+
+def check_environment(environ: dict[str, str] | None = None) -> None:
+    """An ICEBENCH_* variable that is no setting is a typo (ICEBENCH_MEMROY) that would otherwise
+    be ignored in silence."""
+    environ = dict(os.environ if environ is None else environ)
+    known = [name.upper() for name in Settings.model_fields]
+    for name in sorted(environ):
+        if not name.startswith(ENV_PREFIX) or name in OTHER_VARIABLES or name.startswith(OTHER_PREFIXES):
+            continue
+        setting = name.removeprefix(ENV_PREFIX)
+        if setting in known:
+            continue
+        hint = close_match(setting, known).replace("mean ", f"mean {ENV_PREFIX}")
+        raise IcebenchError(
+            f"unknown environment variable {name}{hint}; "
+            f"every setting is {ENV_PREFIX}<NAME> (README: Configuration)"
+        )
 
 
 def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
@@ -87,11 +142,29 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
     if path is None and DEFAULT_CONFIG.exists():
         path = DEFAULT_CONFIG
     from_file = read_toml(path).get("settings", {}) if path else {}
-    env = Settings()  # environment over defaults
+    check_environment()
+    try:
+        env = Settings()  # environment over defaults
+    except ValueError as exc:
+        complaint = _first_complaint(exc, ENV_PREFIX)
+        raise IcebenchError(f"invalid setting in the environment: {complaint}") from None
     merged = {**from_file, **env.model_dump(exclude_unset=True)}
     merged.update({k: v for k, v in overrides.items() if v is not None})
     try:
         return Settings.model_validate(merged)
     except ValueError as exc:
-        first = str(exc).splitlines()
-        raise IcebenchError(f"invalid settings: {' '.join(first[:3])}") from None
+        where = f"config file {path} or the command line" if path else "the command line"
+        raise IcebenchError(f"invalid setting ({where}): {_first_complaint(exc)}") from None
+
+
+def _first_complaint(exc: ValueError, prefix: str = "") -> str:
+    """`NAME: what is wrong (got VALUE)` for the first field pydantic complains about."""
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError) or not exc.errors():
+        return str(exc).splitlines()[0]
+    error = exc.errors()[0]
+    name = ".".join(str(part) for part in error["loc"])
+    shown = f"{prefix}{name.upper()}" if prefix else name
+    got = error.get("input")
+    return f"{shown}: {error['msg']}" + (f" (got {got!r})" if isinstance(got, str | int | float) else "")

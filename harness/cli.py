@@ -31,6 +31,7 @@ from harness.matrix import (
     run_scales,
 )
 from harness.own_memory import BOX_ENV, high_water_mark, run_in_box
+from harness.redaction import redact
 from harness.results import ResultsStore, environment, read_runs, read_scales
 from harness.runner import Runner, RunPlan
 from harness.settings import Settings, load_settings
@@ -526,7 +527,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("icebench: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
-        print(f"icebench: {failure_line(exc)}", file=sys.stderr)
+        print(redact(f"icebench: {failure_line(exc)}"), file=sys.stderr)
         return exc.exit_code if isinstance(exc, IcebenchError) else 2
     return 0
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import cast
 
@@ -49,21 +52,34 @@ class DataCache:
         sets: DataSets = {}
         for name in (n for n in SET_DEPENDENCIES if n in wanted):
             directory = self._set_folder(preset, name)
-            if self._outdated(directory):
-                shutil.rmtree(directory)
-            if not (directory / MANIFEST_FILE).exists():
-                self._generate(preset, name, directory, sets, progress)
+            if not self._usable(directory):
+                with _generation_lock(directory):  # another invocation may be making the same set
+                    if not self._usable(directory):
+                        shutil.rmtree(directory, ignore_errors=True)
+                        self._generate(preset, name, directory, sets, progress)
             sets[name] = DataSet(directory, DatasetManifest.load(directory))
         return sets
 
     def _generate(
         self, preset: Preset, name: str, directory: Path, sets: DataSets, progress: ProgressFactory | None
     ) -> None:
-        staging = directory.with_name(f".{name}.partial")
-        shutil.rmtree(staging, ignore_errors=True)
+        """Into a staging folder of this process, renamed into place once complete: a set is
+        either whole or absent, and a failure (a full disk, Ctrl-C) leaves no partial folder."""
+        for stale in directory.parent.glob(f".{directory.name}.partial*"):  # a dead run's, under the lock
+            shutil.rmtree(stale, ignore_errors=True)
+        staging = directory.with_name(f".{directory.name}.partial-{os.getpid()}")
+        try:
+            self._write_set(preset, name, staging, sets, progress)
+            staging.rename(directory)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+    def _write_set(
+        self, preset: Preset, name: str, staging: Path, sets: DataSets, progress: ProgressFactory | None
+    ) -> None:
         if name.startswith("base-"):
             damaged_copy(sets["base"].directory, staging, cast(Damage, name.removeprefix("base-")))
-            staging.rename(directory)
             return
         rows = preset.rows if name in ("base", "replacement") else self._change_rows(preset)
         advance = progress(f"generate {preset.name}/{name}", rows) if progress else None
@@ -89,15 +105,18 @@ class DataCache:
                 evolved=name == "changes-evolved",
                 progress=advance,
             )
-        staging.rename(directory)
 
     @staticmethod
-    def _outdated(directory: Path) -> bool:
-        """A cached set whose checksums another algorithm computed: the oracle could not verify
-        against them, so it is made again (same seed, same rows, new checksums)."""
+    def _usable(directory: Path) -> bool:
+        """A complete set of this checksum version. One whose checksums another algorithm
+        computed is made again (same seed, same rows, new checksums): the oracle could not verify
+        against them."""
         if not (directory / MANIFEST_FILE).exists():
             return False
-        return DatasetManifest.load(directory).checksum_version != CHECKSUM_VERSION
+        try:
+            return DatasetManifest.load(directory).checksum_version == CHECKSUM_VERSION
+        except ManifestError:
+            return False
 
     def _set_folder(self, preset: Preset, name: str) -> Path:
         if name.startswith("changes"):  # change sets also depend on the ratios
@@ -106,6 +125,18 @@ class DataCache:
 
     def _change_rows(self, preset: Preset) -> int:
         return round(preset.rows * (self.update_ratio + self.insert_ratio))
+
+
+@contextmanager
+def _generation_lock(directory: Path) -> Iterator[None]:
+    """One generator per set across processes; the kernel drops the lock when its holder dies."""
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    with open(directory.with_name(f".{directory.name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def data_set(directory: Path) -> DataSet:

@@ -6,6 +6,7 @@ import json
 import os
 import platform
 import secrets
+import sys
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -15,6 +16,7 @@ import psutil
 from pydantic import BaseModel, ValidationError
 
 from harness.errors import IcebenchError, first_error
+from harness.redaction import redact
 from scenarios.oracle import Verdict
 
 Line = TypeVar("Line", bound=BaseModel)
@@ -156,15 +158,13 @@ class ResultsStore:
         self.runs_path = self.folder / "runs.jsonl"
 
     def write_environment(self, env: dict[str, object]) -> None:
-        (self.folder / "environment.json").write_text(json.dumps(env, indent=2, default=str))
+        (self.folder / "environment.json").write_text(redact(json.dumps(env, indent=2, default=str)))
 
     def append(self, record: RunRecord) -> None:
-        with self.runs_path.open("a") as out:
-            out.write(record.model_dump_json() + "\n")
+        append_line(self.runs_path, redact(record.model_dump_json()))
 
     def append_scale(self, result: ScaleResult) -> None:
-        with (self.folder / "scale.jsonl").open("a") as out:
-            out.write(result.model_dump_json() + "\n")
+        append_line(self.folder / "scale.jsonl", redact(result.model_dump_json()))
 
     def new_work_folder(self, name: str) -> tuple[int, Path]:
         """A fresh folder for one run's files, `<n>-<name>`: n counts the folder's runs, whichever
@@ -175,6 +175,24 @@ class ResultsStore:
         path = work / f"{number:03d}-{name}"
         path.mkdir()
         return number, path
+
+
+def append_line(path: Path, line: str) -> None:
+    """One line appended whole or not at all: a write that fails (a full disk) is cut back off,
+    so the file never ends in half a record."""
+    data = (line + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError:
+            os.ftruncate(fd, size)
+            raise
+    finally:
+        os.close(fd)
 
 
 def read_runs(path: Path) -> list[RunRecord]:
@@ -193,16 +211,23 @@ def read_scales(folder: Path) -> list[ScaleResult]:
 
 
 def _read_lines(path: Path, model: type[Line]) -> list[Line]:
+    """Every line as a `model`. A last line cut short (a harness killed mid-write) is skipped
+    with a warning; a bad line anywhere else means the file is corrupt."""
     try:
-        lines = path.read_text().splitlines()
+        text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise IcebenchError(f"results file {path} is unreadable: {exc}") from None
+    lines = text.splitlines()
+    torn = not text.endswith("\n")
     parsed = []
     for number, line in enumerate(lines, 1):
         if line.strip():
             try:
                 parsed.append(model.model_validate_json(line))
             except ValidationError as exc:
+                if torn and number == len(lines):
+                    print(f"icebench: warning: {path} line {number} was cut short; skipped", file=sys.stderr)
+                    break
                 raise IcebenchError(
                     f"results file {path} is corrupt: line {number}: {first_error(exc)}"
                 ) from None

@@ -6,7 +6,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
@@ -26,9 +26,12 @@ class RunCatalog:
     properties: dict[str, str]
     namespace: str
     work: Path
+    # Secret properties for this process only (pyiceberg reads PYICEBERG_* variables once, at
+    # import); workers get them from the environment the stack set before they start.
+    hidden: dict[str, str] = field(default_factory=dict, repr=False)
 
     def open(self) -> Catalog:
-        return load_catalog("icebench", **self.properties)
+        return load_catalog("icebench", **self.properties, **self.hidden)
 
 
 def namespace_for(run_key: str) -> str:

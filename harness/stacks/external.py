@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from harness.errors import IcebenchError
-from harness.stacks.base import RunCatalog, Stack, namespace_for, purge_namespace
+from pyiceberg.catalog import load_catalog
+
+from harness.errors import IcebenchError, one_line
+from harness.redaction import has_credentials, redact
+from harness.services import environment_variables
+from harness.stacks.base import RunCatalog, Stack, close_catalog, namespace_for, purge_namespace
+
+# pyiceberg (and every worker, which inherits it) reads the catalog's URI from here when the
+# properties carry none: a URI with a password never reaches a spec file.
+URI_VARIABLE = "PYICEBERG_CATALOG__ICEBENCH__URI"
 
 
 class ExternalStack(Stack):
@@ -15,24 +25,46 @@ class ExternalStack(Stack):
     )
     catalog_shape = {"type": "rest", "uri": "https://CATALOG", "warehouse": "s3://BUCKET"}  # noqa: RUF012
 
-    def catalog_for_run(self, work: Path, run_key: str) -> RunCatalog:
-        settings = self.settings
-        if not settings.catalog_uri:
+    @contextmanager
+    def running(self, folder: Path) -> Iterator[None]:
+        """Checks the catalog answers before any run: one line naming it, not a traceback per run."""
+        uri = self.settings.catalog_uri
+        if not uri:
             raise IcebenchError(
                 "stack external needs catalog_uri (ICEBENCH_CATALOG_URI or [settings] catalog_uri)"
             )
+        with environment_variables({URI_VARIABLE: uri} if has_credentials(uri) else {}):
+            try:
+                catalog = load_catalog("icebench", **self._properties(), **self._hidden())
+                catalog.list_namespaces()
+                close_catalog(catalog)
+            except Exception as exc:
+                culprit = f"external catalog {redact(uri)}"
+                raise IcebenchError(f"{culprit} does not answer: {one_line(exc)}") from None
+            yield
+
+    def _hidden(self) -> dict[str, str]:
+        uri = self.settings.catalog_uri or ""
+        return {"uri": uri} if has_credentials(uri) else {}
+
+    def _properties(self) -> dict[str, str]:
+        settings = self.settings
         properties = {
             "type": "rest",
-            "uri": settings.catalog_uri,
             "s3.region": settings.s3_region,
             "s3.path-style-access": str(settings.s3_path_style).lower(),
         }
+        if settings.catalog_uri and not has_credentials(settings.catalog_uri):
+            properties["uri"] = settings.catalog_uri
         if settings.warehouse:
             properties["warehouse"] = settings.warehouse
         if settings.s3_endpoint:
             properties["s3.endpoint"] = settings.s3_endpoint
+        return properties
+
+    def catalog_for_run(self, work: Path, run_key: str) -> RunCatalog:
         # One namespace per run, never shared with what else lives in your catalog.
-        return RunCatalog(properties=properties, namespace=namespace_for(run_key), work=work)
+        return RunCatalog(self._properties(), namespace_for(run_key), work, hidden=self._hidden())
 
     def release(self, run: RunCatalog, keep: bool) -> None:
         if not keep:

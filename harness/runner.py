@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from string import ascii_lowercase
+from typing import TypeVar
 
 import pyarrow as pa
 
@@ -39,6 +40,7 @@ from scenarios.oracle import (
     unreadable_verdict,
 )
 
+Report = TypeVar("Report", bound=WorkerResult)
 # How a SIGKILL shows in the exit code: a process of ours (negative signal), a container (128 + it).
 SIGKILL_EXIT_CODES = (-signal.SIGKILL, EXIT_AS_SIGKILLED)
 # What a concurrent run's worker reports just as a run's only worker would (the rest is its own).
@@ -399,8 +401,7 @@ class Runner:
                 worker.launched = launch_worker(cap, spec_path, worker.log, python=self.python, **limits)
         finally:
             cap.close()
-        if spec.result_path.exists():
-            worker.result = WorkerResult.model_validate_json(spec.result_path.read_text())
+        worker.result = read_report(spec.result_path, WorkerResult)
 
     def _apply(self, record: RunRecord, launched: Launch, result: WorkerResult | None, log: Path) -> None:
         record.cap_bytes = launched.enforced_cap_bytes
@@ -448,14 +449,23 @@ class Runner:
         return record
 
 
+def read_report(path: Path, model: type[Report]) -> Report | None:
+    """What the worker reported; None when it wrote nothing readable (it died first, or its disk
+    was full): its exit code and output then tell what happened."""
+    try:
+        return model.model_validate_json(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
 def read_kill_note(spec: WorkerSpec, launched: Launch) -> KillNote | None:
     """The note of a worker that died by the kill it was asked to give itself: the note says what
     had landed, the exit code proves the kill (a note without it is not taken on its word)."""
     path = spec.kill_note_path
     killed = launched.returncode in SIGKILL_EXIT_CODES and not launched.oom_kills
-    if path is None or not path.exists() or not killed:
+    if path is None or not killed:
         return None
-    return KillNote.model_validate_json(path.read_text())
+    return read_report(path, KillNote)
 
 
 def _kill_report(scenario: Scenario, result: WorkerResult | None, note: KillNote | None) -> KillReport | None:

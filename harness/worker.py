@@ -204,7 +204,7 @@ class KillingStepTimer(StepTimer):
         # SIGKILL; os._exit ends it as abruptly (no finally, no atexit), with a SIGKILL's code 137.
         if os.getpid() == 1:
             self.note.how = f"os._exit({EXIT_AS_SIGKILLED}) (PID 1 of its container ignores its own SIGKILL)"
-        self.note_path.write_text(self.note.model_dump_json())
+        write_whole(self.note_path, self.note.model_dump_json())
         sys.stdout.flush()
         sys.stderr.flush()
         os.kill(os.getpid(), signal.SIGKILL)
@@ -298,7 +298,14 @@ def main() -> None:
     # Libraries' warnings (pyiceberg's commit retries among them) go to the worker log.
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     spec = WorkerSpec.model_validate_json(Path(sys.argv[1]).read_text())
-    spec.result_path.write_text(run(spec).model_dump_json())
+    write_whole(spec.result_path, run(spec).model_dump_json())
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Written beside and renamed into place: the harness reads a whole report or none."""
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(text)
+    partial.replace(path)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,60 @@
+"""A full disk is a recorded error with its reason, never a crash: results on a small tmpfs make
+every run an error naming ENOSPC and the matrix finishes; a full data cache leaves no partial set."""
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.results import read_runs
+
+NO_SPACE = "No space left on device"
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    mount_point = tmp_path / "small-disk"
+    mount_point.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount_point)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "--lazy", str(mount_point)], check=True)
+
+
+def test_every_run_on_a_full_disk_is_a_recorded_error_and_the_matrix_finishes(
+    capsys, cli_settings, tiny_sets, small_disk
+):
+    code = main(
+        ["matrix", "--preset", "tiny", "--scenarios", "append,upsert,replace",
+         "--writers", "pyiceberg-table,pyiceberg-commit-per-batch", "--memory", "1g",
+         "--results", str(small_disk / "results")]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 0, err
+    (folder,) = (small_disk / "results").iterdir()
+    records = read_runs(folder)
+    assert len(records) == 6
+    for record in records:
+        assert record.status == "error", record
+        assert NO_SPACE in (record.error or ""), record.error
+    assert not list(folder.glob("work/*/warehouse"))  # each run's files removed: the space came back
+
+
+def test_a_full_data_cache_is_one_line_and_leaves_no_partial_set(capsys, small_disk, tmp_path, monkeypatch):
+    monkeypatch.setenv("ICEBENCH_DATA_DIR", str(small_disk / "data"))
+    code = main(
+        ["run", "--scenario", "append", "--writer", "pyiceberg-table", "--preset", "tiny",
+         "--results", str(tmp_path / "results")]
+    )  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and NO_SPACE in err and len(err.splitlines()) == 1, err
+    leftovers = [p for p in (small_disk / "data").rglob("*") if p.is_dir() and "partial" in p.name]
+    assert not leftovers
+    assert not [p for p in (small_disk / "data").rglob("*.parquet")]

@@ -1,0 +1,160 @@
+"""Every mistake a user can make is one line naming the culprit and exit 2, never a traceback;
+regressions alone exit 1 (test_gate.py)."""
+
+import os
+
+import pytest
+
+from harness.caps import machine_memory_bytes
+from harness.cli import main
+from harness.redaction import redact
+from harness.results import ResultsStore, RunRecord, read_runs
+from harness.settings import load_settings
+
+
+def one_line_error(capsys, *args: str) -> str:
+    code = main(list(args))
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert len(err.splitlines()) == 1, err
+    assert "Traceback" not in err
+    return err
+
+
+RUN = ("run", "--scenario", "append", "--writer", "pyiceberg-table", "--preset", "tiny")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "culprit"),
+    [
+        ("ICEBENCH_BATCH_ROWS", "lots", "ICEBENCH_BATCH_ROWS"),
+        ("ICEBENCH_KEEP_WAREHOUSE", "perhaps", "ICEBENCH_KEEP_WAREHOUSE"),
+        ("ICEBENCH_ISOLATION", "vm", "ICEBENCH_ISOLATION"),
+        ("ICEBENCH_MEMROY", "1g", "did you mean ICEBENCH_MEMORY?"),
+        ("ICEBENCH_SOMETHING", "1", "unknown environment variable ICEBENCH_SOMETHING"),
+    ],
+)
+def test_environment_mistakes(capsys, monkeypatch, variable, value, culprit):
+    monkeypatch.setenv(variable, value)
+    assert culprit in one_line_error(capsys, *RUN)
+
+
+def test_variables_that_are_not_settings_are_accepted(monkeypatch):
+    monkeypatch.setenv("ICEBENCH_REQUIRE_DOCKER", "1")
+    monkeypatch.setenv("ICEBENCH_REST_PORT", "8181")
+    load_settings(None)
+
+
+@pytest.mark.parametrize(
+    ("text", "culprit"),
+    [
+        ("[sttings]\nmemory = '1g'\n", "unknown table [sttings] (did you mean settings?)"),
+        ("[settings]\nmemory = '1g'\n[matrx]\n", "unknown table [matrx] (did you mean matrix?)"),
+        ("memory = '1g'\n", "unknown table [memory]"),
+    ],
+)
+def test_config_tables_nobody_reads(capsys, tmp_path, text, culprit):
+    config = tmp_path / "icebench.toml"
+    config.write_text(text)
+    assert culprit in one_line_error(capsys, *RUN, "--config", str(config))
+
+
+def test_config_that_is_a_folder(capsys, tmp_path):
+    assert "is a folder" in one_line_error(capsys, *RUN, "--config", str(tmp_path))
+
+
+def test_results_folder_that_cannot_be_made(capsys, settings, tiny_sets, monkeypatch):
+    monkeypatch.setenv("ICEBENCH_DATA_DIR", str(settings.data_dir))
+    err = one_line_error(capsys, *RUN, "--results", "/proc/icebench-results")
+    assert "cannot use /proc/icebench-results" in err
+
+
+def test_data_folder_that_cannot_be_written(capsys, tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("ICEBENCH_DATA_DIR", str(blocker / "data"))
+    err = one_line_error(capsys, *RUN, "--results", str(tmp_path / "results"))
+    assert str(blocker) in err
+
+
+def a_record(run_id: str) -> RunRecord:
+    return RunRecord(
+        run_id=run_id, scenario="append", writer="pyiceberg-table", preset="tiny", stack="embedded",
+        operation="append", status="ok", batch_rows=1, isolation="none", started_at="now",
+    )  # fmt: skip
+
+
+def test_baseline_and_report_paths_that_cannot_be_written(capsys, tmp_path):
+    store = ResultsStore(tmp_path / "results")
+    store.write_environment({})
+    store.append(a_record(store.run_id))
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    err = one_line_error(capsys, "baseline", "save", str(store.folder), "--out", str(blocker / "b.json"))
+    assert str(blocker) in err
+    (store.folder / "plots").write_text("a file where the report's plots go")
+    err = one_line_error(capsys, "report", str(store.folder))
+    assert str(store.folder / "plots") in err
+
+
+def test_cap_above_the_machine_is_refused_unless_allowed(capsys):
+    above = f"{machine_memory_bytes() // 2**30 + 8}g"
+    err = one_line_error(capsys, *RUN, "--memory", above)
+    assert f"memory cap {above} is more than this machine's" in err and "--allow-overcommit" in err
+    err = one_line_error(capsys, *RUN, "--memory", "9999999999999999999999g")
+    assert "beyond any machine" in err
+    err = one_line_error(capsys, *RUN, "--harness-memory", above)
+    assert f"harness memory {above}" in err
+
+
+def test_overcommit_runs_and_records_the_cap_the_kernel_holds(capsys, settings, tiny_sets, tmp_path):
+    above = machine_memory_bytes() + 2**30 + 123  # not a whole page: the kernel rounds it down
+    os.environ["ICEBENCH_DATA_DIR"] = str(settings.data_dir)
+    try:
+        code = main([*RUN, "--memory", str(above), "--allow-overcommit", "--results", str(tmp_path)])
+    finally:
+        del os.environ["ICEBENCH_DATA_DIR"]
+    assert code == 0, capsys.readouterr().err
+    (record,) = read_runs(next(tmp_path.iterdir()))
+    assert record.status == "ok"
+    if record.isolation == "cgroup":
+        assert record.cap_bytes == above // 4096 * 4096
+
+
+def test_unreachable_external_catalog_is_one_line_without_its_password(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("ICEBENCH_STACK", "external")
+    monkeypatch.setenv("ICEBENCH_CATALOG_URI", "http://bob:hunter2@127.0.0.1:9/catalog")
+    err = one_line_error(capsys, *RUN, "--results", str(tmp_path))
+    assert "external catalog http://bob:***@127.0.0.1:9/catalog does not answer" in err
+    assert "hunter2" not in err
+    for path in tmp_path.rglob("*"):
+        assert path.is_dir() or b"hunter2" not in path.read_bytes(), path
+
+
+def test_redaction_of_uris_and_secret_parameters():
+    text = (
+        "postgresql://app:pa55@db:5432/x and https://cat/v1?token=abc&warehouse=w "
+        "and https://b.s3.amazonaws.com/k?X-Amz-Signature=ff00 and s3://bucket/plain"
+    )
+    redacted = redact(text)
+    assert "pa55" not in redacted and "abc" not in redacted and "ff00" not in redacted
+    assert "postgresql://app:***@db:5432/x" in redacted and "warehouse=w" in redacted
+    assert "s3://bucket/plain" in redacted
+
+
+def test_results_never_hold_a_password_from_the_settings(tmp_path):
+    store = ResultsStore(tmp_path)
+    store.write_environment({"settings": {"catalog_uri": "https://u:topsecret@catalog.example/api"}})
+    written = (store.folder / "environment.json").read_text()
+    assert "topsecret" not in written and "https://u:***@catalog.example/api" in written
+
+
+def test_a_torn_last_line_is_skipped_with_a_warning(capsys, tmp_path):
+    store = ResultsStore(tmp_path)
+    line = a_record(store.run_id).model_dump_json()
+    store.runs_path.write_text(f"{line}\n{line}\n{line[:40]}")  # killed mid-write
+    assert len(read_runs(store.folder)) == 2
+    assert "line 3 was cut short" in capsys.readouterr().err
+    store.runs_path.write_text(f"{line}\n{line[:40]}\n{line}\n")  # not at the end: corrupt
+    with pytest.raises(Exception, match="corrupt: line 2"):
+        read_runs(store.folder)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import signal
 import time
 import uuid
 from dataclasses import dataclass
@@ -25,6 +26,11 @@ CGROUP_ROOT = Path("/sys/fs/cgroup/memory")
 MIN_CAP_BYTES = 16 * 2**20
 # Above this a cgroup v1 limit reads back as "unlimited": no cap at all.
 MAX_CAP_BYTES = 2**50
+# Our cgroups are `<prefix>-<pid of the harness that made it>-<8 hex>`: a worker's cap, or the box
+# a harness runs in (--harness-memory). The start-up sweep removes those whose harness is dead.
+WORKER_PREFIX = "icebench"
+HARNESS_BOX_PREFIX = "icebench-harness"
+OUR_CGROUP_NAME = re.compile(r"icebench-(?:harness-)?(\d+)-[0-9a-f]{8}")
 _UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
 
@@ -48,7 +54,7 @@ def machine_memory_bytes() -> int:
     limits = [psutil.virtual_memory().total]
     cgroup = _own_memory_cgroup()
     while cgroup is not None and cgroup != CGROUP_ROOT and cgroup.is_relative_to(CGROUP_ROOT):
-        if not cgroup.name.startswith("icebench-harness-"):
+        if not cgroup.name.startswith(f"{HARNESS_BOX_PREFIX}-"):
             with contextlib.suppress(OSError, ValueError):
                 limits.append(int((cgroup / "memory.limit_in_bytes").read_text()))
         cgroup = cgroup.parent
@@ -118,7 +124,7 @@ class MemoryCap:
 class CgroupCap(MemoryCap):
     method = "cgroup-v1"
 
-    def __init__(self, cap_bytes: int, parent: Path, prefix: str = "icebench") -> None:
+    def __init__(self, cap_bytes: int, parent: Path, prefix: str = WORKER_PREFIX) -> None:
         super().__init__(cap_bytes)
         self.path = parent / f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.path.mkdir()
@@ -170,14 +176,35 @@ class CgroupCap(MemoryCap):
     def close(self, settle_s: float = 10.0) -> None:
         """Removes the cgroup and what a container runtime made below it, in every hierarchy (runc
         creates the parent path under each controller; the container's own is torn down async)."""
-        deadline = time.monotonic() + settle_s
-        relative = self.path.relative_to(CGROUP_ROOT)
-        for hierarchy in [CGROUP_ROOT, *(p for p in CGROUP_ROOT.parent.iterdir() if p != CGROUP_ROOT)]:
-            top = hierarchy / relative
-            if top.is_dir():
-                for cgroup in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
-                    _rmdir_when_empty(cgroup, deadline)
-                _rmdir_when_empty(top, deadline)
+        remove_cgroup(self.path.relative_to(CGROUP_ROOT), settle_s)
+
+
+def cgroup_owner(name: str) -> int | None:
+    """The PID of the harness that made the cgroup of this name (a worker's cap or a harness box);
+    None for any cgroup not named as ours."""
+    match = OUR_CGROUP_NAME.fullmatch(name)
+    return int(match.group(1)) if match else None
+
+
+def kill_all_inside(cgroup: Path) -> None:
+    """SIGKILL to every process in the cgroup and below it (what a killed harness left running)."""
+    for procs in cgroup.rglob("cgroup.procs"):
+        with contextlib.suppress(OSError):  # the cgroup went meanwhile
+            for pid in procs.read_text().split():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
+
+
+def remove_cgroup(relative: Path, settle_s: float = 10.0) -> None:
+    """Removes the memory cgroup at `relative` (to the memory hierarchy's root) with everything
+    below it, and the same path in every other hierarchy, once the processes have left."""
+    deadline = time.monotonic() + settle_s
+    for hierarchy in [CGROUP_ROOT, *(p for p in CGROUP_ROOT.parent.iterdir() if p != CGROUP_ROOT)]:
+        top = hierarchy / relative
+        if top.is_dir():
+            for cgroup in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+                _rmdir_when_empty(cgroup, deadline)
+            _rmdir_when_empty(top, deadline)
 
 
 def _rmdir_when_empty(cgroup: Path, deadline: float) -> None:

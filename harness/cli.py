@@ -21,6 +21,7 @@ from harness.caps import ISOLATIONS, check_cap_fits, format_size, parse_size, re
 from harness.datasets import data_set
 from harness.envs import variants
 from harness.errors import IcebenchError, failure_line
+from harness.leftovers import sweep_leftovers
 from harness.matrix import (
     MatrixConfig,
     comma_list,
@@ -31,10 +32,12 @@ from harness.matrix import (
     run_scales,
 )
 from harness.own_memory import BOX_ENV, high_water_mark, run_in_box
+from harness.ownership import owned
 from harness.redaction import redact
 from harness.results import ResultsStore, environment, read_runs, read_scales
 from harness.runner import Runner, RunPlan
 from harness.settings import Settings, load_settings
+from harness.signals import terminates_like_ctrl_c
 from harness.stacks import Stack, get_stack, stacks, started
 from harness.writers import get_writer, writers
 from reports.baseline import baseline_of, build_baseline, load_baseline, newest_results_folder, save_baseline
@@ -237,12 +240,15 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 @contextmanager
 def _session(settings: Settings) -> Iterator[tuple[ResultsStore, Stack]]:
-    """A new results folder with its environment.json, and the stack's services up meanwhile."""
+    """A new results folder with its environment.json, and the stack's services up meanwhile;
+    first, what harnesses killed before they could clean up left (harness.leftovers)."""
+    if swept := sweep_leftovers(settings.results_dir):
+        console.print(f"swept what killed harnesses left: {swept}")
     store = ResultsStore(settings.results_dir)
     store.write_environment(
         environment(resolve_isolation(settings.isolation), settings.model_dump(mode="json"))
     )
-    with started(settings, store.folder / "services") as stack:
+    with owned(store.folder), started(settings, store.folder / "services") as stack:
         yield store, stack
         console.print(f"harness: resident peak {format_size(high_water_mark())}")
 
@@ -516,6 +522,7 @@ def _harness_box_bytes(args: argparse.Namespace) -> int | None:
     return check_cap_fits(settings.harness_memory, "harness memory", settings.allow_overcommit)
 
 
+@terminates_like_ctrl_c
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(arguments)

@@ -3,7 +3,9 @@
 The container runs below a memory cgroup of ours (`--cgroup-parent`): its own cgroup vanishes at
 exit, the parent's peak and OOM counter stay readable. It shares the host network (so it reaches
 services bound to loopback) and sees the repository, the data sets and the results folder at
-their host paths, read-only except results.
+their host paths, read-only except results. A container does not die with its client: each is
+labelled with the harness that started it, and the start-up sweep removes those whose harness is
+dead (`remove_orphaned_containers`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from docker.models.containers import Container
 from harness.caps import CgroupCap
 from harness.errors import IcebenchError
 from harness.launcher import Launch, WorkerHandle, supervise, write_log
+from harness.ownership import PID_LABEL, Owner
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Only what a worker needs from our environment: object store and catalog client settings.
@@ -69,17 +72,20 @@ def launch_container(
     sample_interval_s: float,
     timeline_points: int,
     python_arguments: list[str],
+    environment: dict[str, str],
     on_start: Callable[[WorkerHandle], None] | None = None,
 ) -> Launch:
+    """`environment`: variables the worker gets beyond the object store's and catalog's."""
     client = docker_client()
     # Same paths inside as outside, so the spec's paths hold in both.
     volumes = {str(p.resolve()): {"bind": str(p.resolve()), "mode": "ro"} for p in [REPO_ROOT, *read_only]}
     volumes |= {str(p.resolve()): {"bind": str(p.resolve()), "mode": "rw"} for p in writable}
-    environment = {k: v for k, v in os.environ.items() if k.startswith(PASSED_PREFIXES)}
+    passed = {k: v for k, v in os.environ.items() if k.startswith(PASSED_PREFIXES)}
     container = client.containers.create(
         image,
         ["python", *python_arguments, str(spec_path)],
-        environment={**environment, "PYTHONPATH": str(REPO_ROOT)},
+        environment={**passed, **environment, "PYTHONPATH": str(REPO_ROOT)},
+        labels=Owner.me().labels(),
         volumes=volumes,
         working_dir=str(REPO_ROOT),
         network_mode="host",
@@ -106,3 +112,22 @@ def launch_container(
         container.remove(force=True)
     launched.output = output
     return launched
+
+
+def remove_orphaned_containers() -> int:
+    """Removes worker containers whose harness is dead; how many. Nothing when no engine answers
+    (most runs have none): never an error."""
+    try:
+        client = docker.from_env(timeout=5)
+        client.ping()
+        containers = client.containers.list(all=True, filters={"label": PID_LABEL})
+    except DockerException:
+        return 0
+    removed = 0
+    for container in containers:
+        owner = Owner.from_labels(container.labels)
+        if owner is not None and not owner.alive():
+            with contextlib.suppress(APIError):  # another sweep got there first
+                container.remove(force=True)
+                removed += 1
+    return removed

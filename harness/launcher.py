@@ -19,6 +19,7 @@ from typing import IO, Protocol
 import psutil
 
 from harness.caps import MemoryCap, MemoryUsage
+from harness.orphan_guard import child_environment
 
 
 @dataclass
@@ -187,16 +188,19 @@ def launch_worker(
     sample_interval_s: float,
     timeline_points: int,
     python_arguments: list[str],
+    environment: dict[str, str],
     python: Path | None = None,
     on_start: Callable[[WorkerHandle], None] | None = None,
 ) -> Launch:
     """The worker as a child process in its own process group, moved into the cap before exec;
-    `python` is another environment's interpreter (a library version variant)."""
+    `python` is another environment's interpreter (a library version variant), `environment`
+    variables it gets beyond ours. It dies with this process (harness.orphan_guard; this thread
+    waits for it below, so only the harness's death ends the thread that forked it)."""
     command = [*cap.launch_prefix(), str(python or sys.executable), *python_arguments, str(spec_path)]
     start = time.perf_counter()
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        start_new_session=True,
+        start_new_session=True, env=child_environment({**os.environ, **environment}),
     )  # fmt: skip
     assert process.stdout is not None
     copier = OutputCopier(process.stdout, log_path)

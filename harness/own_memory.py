@@ -17,8 +17,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.caps import CgroupCap, cgroup_parent, format_size
+from harness.caps import HARNESS_BOX_PREFIX, CgroupCap, cgroup_parent, format_size, kill_all_inside
 from harness.errors import IcebenchError
+from harness.leftovers import remove_stale_cgroups
+from harness.orphan_guard import guarded
+from harness.signals import Terminated
 
 _STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")
@@ -67,17 +70,21 @@ def run_in_box(cap_bytes: int, command: list[str]) -> int:
     parent = cgroup_parent()
     if parent is None:
         raise IcebenchError("--harness-memory needs a writable cgroup v1 memory controller")
+    remove_stale_cgroups(parent)  # the command in the box sweeps only inside it
     try:
-        box = CgroupCap(cap_bytes, parent, prefix="icebench-harness")
+        box = CgroupCap(cap_bytes, parent, prefix=HARNESS_BOX_PREFIX)
     except OSError as exc:
         raise IcebenchError(f"cannot create the harness's memory cgroup under {parent}: {exc}") from None
     try:
         process = subprocess.Popen(
-            [*box.launch_prefix(), *command], env={**os.environ, BOX_ENV: str(box.path)}
+            [*box.launch_prefix(), *guarded(command)], env={**os.environ, BOX_ENV: str(box.path)}
         )
         try:
             returncode = process.wait()
         except KeyboardInterrupt:  # the child got the Ctrl-C too: let it clean up, then report
+            returncode = process.wait()
+        except Terminated as terminated:  # sent to us alone: the child cleans up as it would
+            process.send_signal(terminated.signum)
             returncode = process.wait()
         kills = box.oom_kills()
         print(
@@ -89,12 +96,5 @@ def run_in_box(cap_bytes: int, command: list[str]) -> int:
             raise IcebenchError(f"the harness was OOM-killed inside its {format_size(cap_bytes)} box")
         return returncode if returncode >= 0 else 128 - returncode
     finally:
-        _kill_all_inside(box.path)  # a harness killed in its box leaves its workers behind
+        kill_all_inside(box.path)  # a harness killed in its box leaves its workers behind
         box.close()
-
-
-def _kill_all_inside(cgroup: Path) -> None:
-    for procs in cgroup.rglob("cgroup.procs"):
-        for pid in procs.read_text().split():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pid), signal.SIGKILL)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import signal
 import sys
 import time
@@ -20,10 +21,12 @@ from harness.envs import Variant, library_env
 from harness.errors import IcebenchError, one_line
 from harness.growth import late_early_ratio
 from harness.launcher import Launch, RunningWorkers, WorkerHandle, launch_worker
+from harness.leftovers import SCRATCH_FOLDER
 from harness.own_memory import measure_peak_rss
 from harness.profiling import render_flamegraph, worker_arguments
 from harness.results import ResultsStore, RunRecord, Status, WorkerOutcome, now_iso
 from harness.settings import Settings
+from harness.signals import signals_held
 from harness.spark import spark_supports
 from harness.stacks import RunCatalog, Stack, close_catalog
 from harness.worker import EXIT_AS_SIGKILLED, KillNote, Rendezvous, WorkerResult, WorkerSpec
@@ -191,7 +194,8 @@ class Runner:
     def _release(self, run_catalog: RunCatalog, keep: bool) -> None:
         """The run's tables and files removed; a failure to is said, never lost, never fatal."""
         try:
-            self.stack.release(run_catalog, keep=keep)
+            with signals_held():  # a second Ctrl-C must not leave the namespace behind
+                self.stack.release(run_catalog, keep=keep)
         except Exception as exc:
             left = f"could not remove what run {run_catalog.namespace} left in {run_catalog.work}"
             print(f"icebench: warning: {left}: {one_line(exc)}", file=sys.stderr)
@@ -382,12 +386,17 @@ class Runner:
         spec, work = worker.spec, worker.folder
         spec_path = work / "worker-spec.json"
         spec_path.write_text(spec.model_dump_json(indent=2))
+        # The worker's temp files (dlt's pipeline folder, Spark's scratch) go here, and are removed
+        # from here whatever its end: a worker OOM-killed or SIGKILLed runs no cleanup of its own.
+        scratch = work / SCRATCH_FOLDER
+        scratch.mkdir(exist_ok=True)
         cap = make_cap(self.isolation, cap_bytes)
         limits = {
             "timeout_s": self.settings.worker_timeout_s,
             "sample_interval_s": self.settings.sample_interval_s,
             "timeline_points": self.settings.timeline_points,
             "python_arguments": worker_arguments(self.settings.profile, work),
+            "environment": {"TMPDIR": str(scratch)},
             "on_start": on_start,
         }
         try:
@@ -400,7 +409,9 @@ class Runner:
             else:
                 worker.launched = launch_worker(cap, spec_path, worker.log, python=self.python, **limits)
         finally:
-            cap.close()
+            with signals_held():
+                cap.close()
+                shutil.rmtree(scratch, ignore_errors=True)
         worker.result = read_report(spec.result_path, WorkerResult)
 
     def _apply(self, record: RunRecord, launched: Launch, result: WorkerResult | None, log: Path) -> None:

@@ -1,7 +1,8 @@
 """Servers the harness starts itself: bound to loopback, health-checked, logged, stopped by PID.
 
 Every service is started in its own process group and stopped (SIGTERM, then SIGKILL) when its
-`with` block ends, whether by success, failure or Ctrl-C.
+`with` block ends, whether by success, failure, Ctrl-C or SIGTERM; it dies with the harness when
+that is SIGKILLed (harness.orphan_guard).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.errors import IcebenchError
+from harness.orphan_guard import guarded
 
 LOOPBACK = "127.0.0.1"
 
@@ -60,7 +62,7 @@ def managed_process(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
         process = subprocess.Popen(
-            command,
+            guarded(command),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

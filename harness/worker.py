@@ -26,6 +26,7 @@ from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.table import Table
 
 from harness.errors import SourceError, one_line
+from harness.orphan_guard import die_with_parent_if_asked
 from harness.source import ParquetSource
 from harness.spark import DEFAULT_MASTER
 from harness.writers import Operation, StepTimer, WriteJob, get_writer
@@ -295,6 +296,7 @@ def peak_rss_bytes() -> int | None:
 
 
 def main() -> None:
+    die_with_parent_if_asked()  # first: a worker must not go on committing for a killed harness
     # Libraries' warnings (pyiceberg's commit retries among them) go to the worker log.
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     spec = WorkerSpec.model_validate_json(Path(sys.argv[1]).read_text())

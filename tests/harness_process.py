@@ -1,0 +1,76 @@
+"""The harness as a separate process, interrupted mid-run: what it started, and what it left."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+import psutil
+
+from harness.caps import cgroup_parent
+from harness.ownership import pid_alive
+from harness.settings import Settings
+
+T = TypeVar("T")
+
+
+def wait_for(predicate: Callable[[], T], timeout: float = 60.0) -> T:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = predicate()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting")
+
+
+@dataclass
+class HarnessRun:
+    """`icebench run` writing 100 commits of 100 rows per worker: long enough to interrupt mid-write."""
+
+    process: subprocess.Popen[bytes]
+    results: Path
+    cgroups: list[Path] = field(default_factory=list)
+    worker_pids: list[int] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, settings: Settings, results: Path, scenario: str = "append", *options: str) -> HarnessRun:
+        env = {**os.environ, "ICEBENCH_DATA_DIR": str(settings.data_dir)}
+        process = subprocess.Popen(
+            [sys.executable, "-m", "harness.cli", "run", "--scenario", scenario, "--writer",
+             "pyiceberg-commit-per-batch", "--preset", "tiny", "--batch-rows", "100", "--memory", "1g",
+             "--results", str(results), *options],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        return cls(process, results)
+
+    def wait_for_workers(self, count: int = 1, timeout: float = 120.0) -> None:
+        """Until `count` workers are writing; then their cgroups (a cap each) and processes."""
+        wait_for(lambda: len(list(self.results.glob("*/work/*/**/worker.started"))) == count, timeout)
+        parent = cgroup_parent()
+        assert parent is not None
+        self.cgroups = list(parent.glob(f"icebench-{self.process.pid}-*"))
+        assert len(self.cgroups) == count
+        self.worker_pids = [
+            int(pid) for cgroup in self.cgroups for pid in (cgroup / "cgroup.procs").read_text().split()
+        ]
+        assert len(self.worker_pids) >= count
+
+    def service_processes(self) -> list[psutil.Process]:
+        """What the harness started besides its workers: the local-services stack's servers."""
+        children = psutil.Process(self.process.pid).children()
+        return [child for child in children if child.pid not in self.worker_pids]
+
+    def leftovers(self) -> list[str]:
+        """Every worker process, cgroup, warehouse and scratch folder of the run still there."""
+        left = [f"worker {pid}" for pid in self.worker_pids if pid_alive(pid)]
+        left += [f"cgroup {cgroup.name}" for cgroup in self.cgroups if cgroup.exists()]
+        for pattern in ("*/work/*/warehouse", "*/work/*/tmp", "*/work/*/worker-*/tmp"):
+            left += [f"folder {path}" for path in self.results.glob(pattern)]
+        return left

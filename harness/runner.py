@@ -389,7 +389,6 @@ class Runner:
         # The worker's temp files (dlt's pipeline folder, Spark's scratch) go here, and are removed
         # from here whatever its end: a worker OOM-killed or SIGKILLed runs no cleanup of its own.
         scratch = work / SCRATCH_FOLDER
-        scratch.mkdir(exist_ok=True)
         cap = make_cap(self.isolation, cap_bytes)
         limits = {
             "timeout_s": self.settings.worker_timeout_s,
@@ -400,6 +399,7 @@ class Runner:
             "on_start": on_start,
         }
         try:
+            scratch.mkdir(exist_ok=True)
             if isinstance(cap, CgroupCap) and self.isolation == "docker":
                 worker.launched = launch_container(
                     cap, spec_path, worker.log, image=self.settings.worker_image,

@@ -14,8 +14,9 @@ import pytest
 from harness_process import HarnessRun, wait_for
 
 from harness.caps import cgroup_parent
+from harness.container import remove_orphaned_containers
 from harness.leftovers import sweep_leftovers
-from harness.ownership import MARKER, owned, pid_alive
+from harness.ownership import MARKER, Owner, owned, pid_alive
 from harness.rest_catalog import BUILD_DIR
 from harness.runner import RunPlan
 from harness.signals import Terminated, signals_held, terminates_like_ctrl_c
@@ -105,6 +106,31 @@ def test_sweep_kills_what_a_dead_harness_left_in_its_cgroup_and_spares_the_livin
         for cgroup in (stale, living):
             if cgroup.exists():
                 cgroup.rmdir()
+
+
+def test_sweep_removes_the_containers_of_a_dead_harness_only():
+    docker = pytest.importorskip("docker")
+    try:
+        client = docker.from_env(timeout=10)
+        client.ping()
+    except docker.errors.DockerException:
+        pytest.skip("no Docker engine")
+    # An image of nothing: a container only created, never started, needs no program in it.
+    empty_tar = bytes(1024)
+    image = client.api.import_image_from_data(empty_tar, repository="icebench-test-empty", tag="latest")
+    assert image
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead_owner = Owner.of(dead.pid)
+    dead.wait()
+    orphan = client.containers.create("icebench-test-empty:latest", ["none"], labels=dead_owner.labels())
+    ours = client.containers.create("icebench-test-empty:latest", ["none"], labels=Owner.me().labels())
+    try:
+        assert remove_orphaned_containers() >= 1
+        with pytest.raises(docker.errors.NotFound):
+            orphan.reload()
+        ours.reload()
+    finally:
+        ours.remove(force=True)
 
 
 def test_sweep_cleans_a_dead_owners_run_folders_and_keeps_its_results(tmp_path):

@@ -24,6 +24,7 @@ OTHER_VARIABLES = frozenset(
     {
         CONFIG_ENV,
         "ICEBENCH_HARNESS_BOX",
+        "ICEBENCH_DIE_WITH_PARENT",
         "ICEBENCH_REQUIRE_DOCKER",
         "ICEBENCH_CACHE",
         "ICEBENCH_ENGINE_OWNER",

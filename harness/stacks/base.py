@@ -14,8 +14,15 @@ from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.exceptions import NoSuchNamespaceError
 from pyiceberg.io.pyarrow import PyArrowFileIO
+from pyiceberg.utils.config import Config
 
 from harness.settings import Settings
+
+# The name pyiceberg (and dlt, through pyiceberg) loads a run's catalog by.
+CATALOG_NAME = "icebench"
+# That catalog's bearer token in pyiceberg's environment configuration; pyiceberg's REST client
+# sends it as `Authorization: Bearer`. The only way a token reaches a client (never a property).
+CATALOG_TOKEN_VARIABLE = f"PYICEBERG_CATALOG__{CATALOG_NAME.upper()}__TOKEN"
 
 
 @dataclass(frozen=True)
@@ -28,7 +35,10 @@ class RunCatalog:
     work: Path
 
     def open(self) -> Catalog:
-        return load_catalog("icebench", **self.properties)
+        # pyiceberg reads PYICEBERG_* once, at import; a stack sets some later (the local-services
+        # token), so the environment is read again here, with pyiceberg's own precedence.
+        from_environment = Config().get_catalog_config(CATALOG_NAME) or {}
+        return load_catalog(CATALOG_NAME, **{**from_environment, **self.properties})
 
 
 def namespace_for(run_key: str) -> str:

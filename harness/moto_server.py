@@ -4,11 +4,12 @@ moto's own `moto.server` accepts any key (it checks no signature by default) and
 control API (`/moto-api/reset` wipes every bucket) to anyone who can connect. This one:
 - enforces moto's IAM authentication from the very first request: the one key pair in this
   process's environment (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY) belongs to an IAM user
-  allowed `s3:*`; any other key (InvalidAccessKeyId), a wrong secret (SignatureDoesNotMatch) or an
-  unsigned request is refused with 403;
+  allowed `s3:*`; any other key gets 403 InvalidAccessKeyId, a wrong secret 403
+  SignatureDoesNotMatch;
 - refuses unsigned requests with 403 itself (moto's IAM check would fail on them with a 500);
 - answers 404 for everything under `/moto-api`.
-The keys come from the environment, never from argv (which `ps` shows).
+The keys come from the environment, never from argv (which `ps` shows). Should a moto upgrade
+change the IAM internals `admit_only` uses, the server fails to start: it never runs open.
 """
 
 from __future__ import annotations
@@ -26,13 +27,12 @@ S3_ONLY_POLICY = json.dumps(
     {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
 )
 
-WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
-
-
 UNSIGNED_REFUSAL = (
     b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
     b"<Message>Anonymous access is not allowed on this server</Message></Error>"
 )
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
 def guarded(app: WsgiApp) -> WsgiApp:

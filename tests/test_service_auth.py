@@ -39,7 +39,9 @@ def http_status(url: str, method: str = "GET", headers: dict[str, str] | None = 
 # ---------------------------------------------------------------- REST catalog: bearer token
 
 
-@pytest.mark.parametrize("authorization", [None, "Bearer wrong-token", "Basic dXNlcjpwYXNz", "Bearer"])
+@pytest.mark.parametrize(
+    "authorization", [None, "Bearer wrong-token", "Basic dXNlcjpwYXNz", "Bearer", "Bearer "]
+)
 def test_rest_catalog_refuses_requests_without_the_runs_token(services_runner: Runner, authorization):
     uri = services_runner.stack.catalog_uri
     headers = {"Authorization": authorization} if authorization else {}
@@ -50,10 +52,11 @@ def test_rest_catalog_refuses_requests_without_the_runs_token(services_runner: R
         assert error["type"] == "NotAuthorizedException" and error["code"] == 401
 
 
-def test_rest_catalog_answers_the_runs_token(services_runner: Runner):
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer"])  # the scheme is case-insensitive (RFC 6750)
+def test_rest_catalog_answers_the_runs_token(services_runner: Runner, scheme):
     token = os.environ[CATALOG_TOKEN_VARIABLE]  # set by the running stack, for its clients
     status, body = http_status(
-        f"{services_runner.stack.catalog_uri}/v1/namespaces", headers={"Authorization": f"Bearer {token}"}
+        f"{services_runner.stack.catalog_uri}/v1/namespaces", headers={"Authorization": f"{scheme} {token}"}
     )
     assert status == 200 and "namespaces" in json.loads(body)
 

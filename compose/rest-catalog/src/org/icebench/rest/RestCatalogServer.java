@@ -82,15 +82,16 @@ public final class RestCatalogServer {
   // Env var holding the bearer token every request must carry; unset or empty: no check (compose
   // without a token). Read from the environment only: argv is visible to every local user (ps).
   static final String TOKEN_ENV = "ICEBENCH_REST_TOKEN";
+  private static final String BEARER = "Bearer "; // the scheme is case-insensitive (RFC 6750)
 
   private final JdbcCatalog catalog;
-  // SHA-256 of "Bearer <token>", or null when no token is required. Comparing digests keeps the
-  // comparison constant-time whatever the length of what a client sends.
-  private final byte[] expectedAuthorization;
+  // SHA-256 of the token, or null when none is required. Comparing digests keeps the comparison
+  // constant-time whatever the length of what a client sends.
+  private final byte[] expectedTokenDigest;
 
   private RestCatalogServer(JdbcCatalog catalog, String token) {
     this.catalog = catalog;
-    this.expectedAuthorization = token == null ? null : sha256("Bearer " + token);
+    this.expectedTokenDigest = token == null ? null : sha256(token);
   }
 
   /** Result of a route: HTTP status and an optional JSON body. */
@@ -264,11 +265,15 @@ public final class RestCatalogServer {
   }
 
   private boolean authorized(String authorization) {
-    if (expectedAuthorization == null) {
+    if (expectedTokenDigest == null) {
       return true;
     }
-    return authorization != null
-        && MessageDigest.isEqual(expectedAuthorization, sha256(authorization));
+    if (authorization == null
+        || !authorization.regionMatches(true, 0, BEARER, 0, BEARER.length())) {
+      return false;
+    }
+    String presented = authorization.substring(BEARER.length()).trim();
+    return MessageDigest.isEqual(expectedTokenDigest, sha256(presented));
   }
 
   private static byte[] sha256(String text) {

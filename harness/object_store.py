@@ -7,8 +7,10 @@ Another server drops in by implementing `S3Server`.
 
 from __future__ import annotations
 
+import os
 import secrets
 import sys
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -67,8 +69,9 @@ class S3Server(Protocol):
 
 
 class MotoS3Server:
-    """moto's S3 server on a free loopback port. Keeps objects in memory: fine for correctness and
-    for relative timings, not for absolute throughput."""
+    """moto's S3 server on a free loopback port (harness/moto_server.py: it admits only this
+    invocation's key, checks every SigV4 signature, and hides moto's control API). Keeps objects
+    in memory: fine for correctness and for relative timings, not for absolute throughput."""
 
     name = "moto"
 
@@ -76,19 +79,27 @@ class MotoS3Server:
     def running(self, folder: Path) -> Iterator[S3Endpoint]:
         port = free_port()
         url = f"http://{LOOPBACK}:{port}"
-        command = [sys.executable, "-m", "moto.server", "-H", LOOPBACK, "-p", str(port)]
-        with managed_process("moto S3 server", command, folder / "s3-moto.log", lambda: _answers(url)):
-            endpoint = S3Endpoint(
-                endpoint_url=url,
-                region="us-east-1",
-                bucket="icebench",
-                access_key_id=f"icebench-{secrets.token_hex(4)}",
-                secret_access_key=secrets.token_hex(20),
-            )
+        endpoint = S3Endpoint(
+            endpoint_url=url,
+            region="us-east-1",
+            bucket="icebench",
+            access_key_id=f"AKIA{secrets.token_hex(8).upper()}",
+            secret_access_key=secrets.token_urlsafe(30),
+        )
+        command = [sys.executable, "-m", "harness.moto_server", "-H", LOOPBACK, "-p", str(port)]
+        # The key pair the server admits travels in its environment, never in argv.
+        server_environment = {**os.environ, **endpoint.environment()}
+        with managed_process(
+            "moto S3 server", command, folder / "s3-moto.log", lambda: _answers(url), env=server_environment
+        ):
             endpoint.filesystem().create_dir(endpoint.bucket)
             yield endpoint
 
 
 def _answers(url: str) -> bool:
-    with urllib.request.urlopen(f"{url}/moto-api/", timeout=2) as response:
-        return response.status == 200
+    """Any HTTP answer means the server is up: unsigned requests get a 403 by design."""
+    try:
+        with urllib.request.urlopen(url, timeout=2):
+            return True
+    except urllib.error.HTTPError:
+        return True

@@ -1,4 +1,4 @@
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -9,6 +9,7 @@ from harness.matrix import prepare_data
 from harness.results import ResultsStore
 from harness.runner import Runner
 from harness.settings import Settings, load_settings
+from harness.stacks import started
 from harness.stacks.embedded import EmbeddedStack
 from harness.writers import writers
 from scenarios import scenarios
@@ -52,6 +53,19 @@ def cli_settings(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Setting
 @pytest.fixture
 def runner(settings: Settings) -> Runner:
     return Runner(settings, ResultsStore(settings.results_dir), EmbeddedStack(settings))
+
+
+@pytest.fixture(scope="module")
+def services_settings(settings: Settings) -> Settings:
+    return settings.model_copy(update={"stack": "local-services"})
+
+
+@pytest.fixture(scope="module")
+def services_runner(services_settings: Settings) -> Iterator[Runner]:
+    """A runner on the local-services stack (moto + REST catalog), up for the test module."""
+    store = ResultsStore(services_settings.results_dir)
+    with started(services_settings, store.folder / "services") as stack:
+        yield Runner(services_settings, store, stack)
 
 
 def _expected_outcome(scenario: str, writer: str, stack: str = "embedded") -> tuple[str, bool | None]:

@@ -2,6 +2,8 @@
 # Start the icebench REST catalog server like apache/iceberg-rest-fixture: listens on 0.0.0.0:$REST_PORT,
 # catalog properties from CATALOG_* env (CATALOG_FOO__BAR_BAZ -> foo-bar.baz), S3 credentials from
 # AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, region from AWS_REGION (or CATALOG_S3_REGION).
+# ICEBENCH_REST_TOKEN (optional, read by the server itself, never passed as an argument): every
+# request must then carry `Authorization: Bearer <token>`; unset or empty, none is checked.
 set -eu
 # Iceberg's S3FileIO needs the AWS SDK v2 bundle, which this image cannot have; the server's own
 # SigV4 FileIO does the same job for catalog metadata.

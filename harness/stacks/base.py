@@ -6,7 +6,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -14,8 +14,15 @@ from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.exceptions import NoSuchNamespaceError
 from pyiceberg.io.pyarrow import PyArrowFileIO
+from pyiceberg.utils.config import Config
 
 from harness.settings import Settings
+
+# The name pyiceberg (and dlt, through pyiceberg) loads a run's catalog by.
+CATALOG_NAME = "icebench"
+# That catalog's bearer token in pyiceberg's environment configuration; pyiceberg's REST client
+# sends it as `Authorization: Bearer`. The only way a token reaches a client (never a property).
+CATALOG_TOKEN_VARIABLE = f"PYICEBERG_CATALOG__{CATALOG_NAME.upper()}__TOKEN"
 
 
 @dataclass(frozen=True)
@@ -26,12 +33,17 @@ class RunCatalog:
     properties: dict[str, str]
     namespace: str
     work: Path
-    # Secret properties for this process only (pyiceberg reads PYICEBERG_* variables once, at
-    # import); workers get them from the environment the stack set before they start.
-    hidden: dict[str, str] = field(default_factory=dict, repr=False)
 
     def open(self) -> Catalog:
-        return load_catalog("icebench", **self.properties, **self.hidden)
+        return open_catalog(self.properties)
+
+
+def open_catalog(properties: dict[str, str]) -> Catalog:
+    """The catalog of these properties plus what the environment holds for it (its token; a URI
+    with a password). pyiceberg reads PYICEBERG_* once, at import, and a stack sets some later, so
+    the environment is read again here, with pyiceberg's own precedence."""
+    from_environment = Config().get_catalog_config(CATALOG_NAME) or {}
+    return load_catalog(CATALOG_NAME, **{**from_environment, **properties})
 
 
 def namespace_for(run_key: str) -> str:

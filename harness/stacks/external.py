@@ -6,16 +6,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pyiceberg.catalog import load_catalog
-
 from harness.errors import IcebenchError, one_line
 from harness.redaction import has_credentials, redact
 from harness.services import environment_variables
-from harness.stacks.base import RunCatalog, Stack, close_catalog, namespace_for, purge_namespace
+from harness.stacks.base import (
+    CATALOG_NAME,
+    RunCatalog,
+    Stack,
+    close_catalog,
+    namespace_for,
+    open_catalog,
+    purge_namespace,
+)
 
 # pyiceberg (and every worker, which inherits it) reads the catalog's URI from here when the
 # properties carry none: a URI with a password never reaches a spec file.
-URI_VARIABLE = "PYICEBERG_CATALOG__ICEBENCH__URI"
+URI_VARIABLE = f"PYICEBERG_CATALOG__{CATALOG_NAME.upper()}__URI"
 
 
 class ExternalStack(Stack):
@@ -35,17 +41,13 @@ class ExternalStack(Stack):
             )
         with environment_variables({URI_VARIABLE: uri} if has_credentials(uri) else {}):
             try:
-                catalog = load_catalog("icebench", **self._properties(), **self._hidden())
+                catalog = open_catalog(self._properties())
                 catalog.list_namespaces()
                 close_catalog(catalog)
             except Exception as exc:
                 culprit = f"external catalog {redact(uri)}"
                 raise IcebenchError(f"{culprit} does not answer: {one_line(exc)}") from None
             yield
-
-    def _hidden(self) -> dict[str, str]:
-        uri = self.settings.catalog_uri or ""
-        return {"uri": uri} if has_credentials(uri) else {}
 
     def _properties(self) -> dict[str, str]:
         settings = self.settings
@@ -64,7 +66,7 @@ class ExternalStack(Stack):
 
     def catalog_for_run(self, work: Path, run_key: str) -> RunCatalog:
         # One namespace per run, never shared with what else lives in your catalog.
-        return RunCatalog(self._properties(), namespace_for(run_key), work, hidden=self._hidden())
+        return RunCatalog(self._properties(), namespace_for(run_key), work)
 
     def release(self, run: RunCatalog, keep: bool) -> None:
         if not keep:

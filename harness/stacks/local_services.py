@@ -1,12 +1,16 @@
 """`local-services`: an S3 server and an Iceberg REST catalog the harness starts on loopback.
 
 Both run for the whole invocation (logs under results/<run-id>/services/); every run gets its own
-namespace, dropped and deleted afterwards. The REST catalog is Iceberg Java's own CatalogHandlers
+namespace, dropped and deleted afterwards. Neither accepts strangers: moto admits only this
+invocation's generated key pair, the REST catalog only this invocation's bearer token. Both reach
+the harness's clients and workers through the environment, never through catalog properties
+(those are written to spec files and results). The REST catalog is Iceberg Java's own CatalogHandlers
 over a JdbcCatalog (see compose/rest-catalog/), so the server side is independent of pyiceberg.
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -14,7 +18,7 @@ from pathlib import Path
 from harness.object_store import MotoS3Server, S3Endpoint
 from harness.rest_catalog import RestCatalogServer
 from harness.services import environment_variables
-from harness.stacks.base import RunCatalog, Stack, namespace_for, purge_namespace
+from harness.stacks.base import CATALOG_TOKEN_VARIABLE, RunCatalog, Stack, namespace_for, purge_namespace
 
 
 class LocalServicesStack(Stack):
@@ -30,7 +34,11 @@ class LocalServicesStack(Stack):
         with ExitStack() as services:
             self.endpoint = services.enter_context(MotoS3Server().running(folder))
             services.enter_context(environment_variables(self.endpoint.environment()))
-            self.catalog_uri = services.enter_context(RestCatalogServer().running(folder, self.endpoint))
+            token = secrets.token_urlsafe(32)
+            self.catalog_uri = services.enter_context(
+                RestCatalogServer().running(folder, self.endpoint, token)
+            )
+            services.enter_context(environment_variables({CATALOG_TOKEN_VARIABLE: token}))
             yield
 
     def catalog_for_run(self, work: Path, run_key: str) -> RunCatalog:

@@ -8,6 +8,8 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -77,10 +79,19 @@ public final class RestCatalogServer {
         + String.join("\",\"", eps) + "\"]}";
   }
 
-  private final JdbcCatalog catalog;
+  // Env var holding the bearer token every request must carry; unset or empty: no check (compose
+  // without a token). Read from the environment only: argv is visible to every local user (ps).
+  static final String TOKEN_ENV = "ICEBENCH_REST_TOKEN";
+  private static final String BEARER = "Bearer "; // the scheme is case-insensitive (RFC 6750)
 
-  private RestCatalogServer(JdbcCatalog catalog) {
+  private final JdbcCatalog catalog;
+  // SHA-256 of the token, or null when none is required. Comparing digests keeps the comparison
+  // constant-time whatever the length of what a client sends.
+  private final byte[] expectedTokenDigest;
+
+  private RestCatalogServer(JdbcCatalog catalog, String token) {
     this.catalog = catalog;
+    this.expectedTokenDigest = token == null ? null : sha256(token);
   }
 
   /** Result of a route: HTTP status and an optional JSON body. */
@@ -150,7 +161,8 @@ public final class RestCatalogServer {
           System.out.println("usage: RestCatalogServer [--host 127.0.0.1] [--port 8181] "
               + "--warehouse s3://bucket/prefix --jdbc-uri jdbc:sqlite:/path/catalog.db "
               + "[--catalog-name icebench] [--threads 16] [--prop key=value ...]\n"
-              + "S3 credentials: env AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.");
+              + "S3 credentials: env AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.\n"
+              + "Bearer token required on every request: env " + TOKEN_ENV + " (unset: none).");
           return;
         default:
           die("unknown argument: " + a);
@@ -169,16 +181,18 @@ public final class RestCatalogServer {
     props.putIfAbsent("jdbc.schema-version", "V1"); // V1 = tables + views
     props.putIfAbsent("jdbc.busy_timeout", "30000"); // sqlite-jdbc: wait on locks, don't fail
 
+    String token = env(TOKEN_ENV, null);
     JdbcCatalog catalog = new JdbcCatalog();
     catalog.initialize(name, props);
-    RestCatalogServer server = new RestCatalogServer(catalog);
+    RestCatalogServer server = new RestCatalogServer(catalog, token);
 
     HttpServer http = HttpServer.create(new InetSocketAddress(host, port), 128);
     http.createContext("/", server::handle);
     http.setExecutor(Executors.newFixedThreadPool(threads));
     http.start();
     System.out.println("icebench rest catalog: warehouse=" + wh + " jdbc=" + props.get("uri")
-        + " io-impl=" + props.get("io-impl") + " s3.endpoint=" + props.get("s3.endpoint"));
+        + " io-impl=" + props.get("io-impl") + " s3.endpoint=" + props.get("s3.endpoint")
+        + " auth=" + (token == null ? "none (" + TOKEN_ENV + " unset)" : "bearer token"));
     System.out.println("listening on " + host + ":" + http.getAddress().getPort());
     System.out.flush();
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -212,8 +226,13 @@ public final class RestCatalogServer {
       Result result;
       try (InputStream in = ex.getRequestBody()) {
         byte[] body = in.readAllBytes();
-        result = route(method, path, query(ex.getRequestURI().getRawQuery()),
-            new String(body, StandardCharsets.UTF_8));
+        if (!authorized(ex.getRequestHeaders().getFirst("Authorization"))) {
+          ex.getResponseHeaders().set("WWW-Authenticate", "Bearer");
+          result = unauthorized();
+        } else {
+          result = route(method, path, query(ex.getRequestURI().getRawQuery()),
+              new String(body, StandardCharsets.UTF_8));
+        }
       } catch (Throwable t) {
         result = error(t);
       }
@@ -243,6 +262,32 @@ public final class RestCatalogServer {
       ex.close();
       System.out.printf("%s %s %d %.1fms%n", method, path, code, (System.nanoTime() - t0) / 1e6);
     }
+  }
+
+  private boolean authorized(String authorization) {
+    if (expectedTokenDigest == null) {
+      return true;
+    }
+    if (authorization == null
+        || !authorization.regionMatches(true, 0, BEARER, 0, BEARER.length())) {
+      return false;
+    }
+    String presented = authorization.substring(BEARER.length()).trim();
+    return MessageDigest.isEqual(expectedTokenDigest, sha256(presented));
+  }
+
+  private static byte[] sha256(String text) {
+    try {
+      return MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8));
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e); // every JDK has SHA-256
+    }
+  }
+
+  private static Result unauthorized() {
+    return new Result(401, ErrorResponse.builder().responseCode(401)
+        .withType("NotAuthorizedException")
+        .withMessage("Missing or invalid bearer token").build());
   }
 
   private static Map<String, String> query(String raw) {

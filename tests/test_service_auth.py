@@ -1,0 +1,196 @@
+"""The local-services servers admit only this invocation's credentials: the REST catalog its bearer
+token, moto its generated key pair; moto's control API is out of reach; no secret is left behind."""
+
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import boto3
+import pyarrow as pa
+import pytest
+from botocore.config import Config as BotoConfig
+from botocore.exceptions import ClientError
+from pyarrow.fs import FileSelector
+from pyiceberg.exceptions import UnauthorizedError
+
+from harness.cli import main
+from harness.object_store import MotoS3Server, S3Endpoint
+from harness.runner import Runner
+from harness.stacks.base import CATALOG_TOKEN_VARIABLE
+from harness.stacks.local_services import LocalServicesStack
+from reports.baseline import newest_results_folder
+
+
+def http_status(url: str, method: str = "GET", headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+    request = urllib.request.Request(
+        url, method=method, headers=headers or {}, data=b"" if method == "POST" else None
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+# ---------------------------------------------------------------- REST catalog: bearer token
+
+
+@pytest.mark.parametrize(
+    "authorization", [None, "Bearer wrong-token", "Basic dXNlcjpwYXNz", "Bearer", "Bearer "]
+)
+def test_rest_catalog_refuses_requests_without_the_runs_token(services_runner: Runner, authorization):
+    uri = services_runner.stack.catalog_uri
+    headers = {"Authorization": authorization} if authorization else {}
+    for method, path in (("GET", "/v1/config"), ("GET", "/v1/namespaces"), ("POST", "/v1/namespaces")):
+        status, body = http_status(f"{uri}{path}", method, headers)
+        assert status == 401, (method, path, status)
+        error = json.loads(body)["error"]
+        assert error["type"] == "NotAuthorizedException" and error["code"] == 401
+
+
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer"])  # the scheme is case-insensitive (RFC 6750)
+def test_rest_catalog_answers_the_runs_token(services_runner: Runner, scheme):
+    token = os.environ[CATALOG_TOKEN_VARIABLE]  # set by the running stack, for its clients
+    status, body = http_status(
+        f"{services_runner.stack.catalog_uri}/v1/namespaces", headers={"Authorization": f"{scheme} {token}"}
+    )
+    assert status == 200 and "namespaces" in json.loads(body)
+
+
+def test_pyiceberg_gets_the_token_from_the_environment_only(services_runner: Runner, tmp_path, monkeypatch):
+    stack = services_runner.stack
+    run = stack.catalog_for_run(tmp_path, "token_from_environment")
+    assert not any("token" in key or "secret" in key for key in run.properties)  # spec files hold these
+    catalog = (
+        run.open()
+    )  # pyiceberg's RestCatalog, Authorization: Bearer from PYICEBERG_CATALOG__ICEBENCH__TOKEN
+    catalog.create_namespace(run.namespace)
+    # The server writes the table's metadata to moto through its own SigV4 FileIO, pyiceberg the
+    # data through pyarrow's S3: both with the run's key pair.
+    table = catalog.create_table(f"{run.namespace}.rows", schema=pa.schema([("id", pa.int64())]))
+    table.append(pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
+    assert catalog.load_table(f"{run.namespace}.rows").scan().to_arrow().num_rows == 3
+    stack.release(run, keep=False)
+
+    monkeypatch.delenv(CATALOG_TOKEN_VARIABLE)
+    with pytest.raises(UnauthorizedError):
+        run.open()
+
+
+# ---------------------------------------------------------------- moto: keys and control API
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Endpoint]:
+    """A server of its own: if the control API were reachable, these tests would wipe it."""
+    with MotoS3Server().running(tmp_path_factory.mktemp("moto")) as endpoint:
+        endpoint.filesystem().open_output_stream(f"{endpoint.bucket}/kept.txt").close()
+        yield endpoint
+
+
+def s3_client(endpoint: S3Endpoint, access_key_id: str, secret_access_key: str):
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint.endpoint_url,
+        region_name=endpoint.region,
+        aws_access_key_id=access_key_id,
+        aws_secret_access_key=secret_access_key,
+        config=BotoConfig(retries={"max_attempts": 1}, s3={"addressing_style": "path"}),
+    )
+
+
+@pytest.mark.parametrize(
+    ("key_pair", "expected_code"),
+    [
+        (lambda e: (e.access_key_id, "wrong-secret-key"), "SignatureDoesNotMatch"),
+        (lambda e: ("AKIAUNKNOWNKEY000000", e.secret_access_key), "InvalidAccessKeyId"),
+    ],
+    ids=["wrong-secret", "unknown-key"],
+)
+def test_moto_refuses_other_keys(moto_endpoint: S3Endpoint, key_pair, expected_code):
+    client = s3_client(moto_endpoint, *key_pair(moto_endpoint))
+    bucket = moto_endpoint.bucket
+    for operation in (
+        lambda: client.list_buckets(),
+        lambda: client.list_objects_v2(Bucket=bucket),
+        lambda: client.get_object(Bucket=bucket, Key="kept.txt"),
+        lambda: client.put_object(Bucket=bucket, Key="intruder.txt", Body=b"x"),
+        lambda: client.delete_object(Bucket=bucket, Key="kept.txt"),
+    ):
+        with pytest.raises(ClientError) as refused:
+            operation()
+        assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+        assert refused.value.response["Error"]["Code"] == expected_code
+
+
+def test_moto_refuses_unsigned_requests(moto_endpoint: S3Endpoint):
+    for path in ("/", f"/{moto_endpoint.bucket}", f"/{moto_endpoint.bucket}/kept.txt"):
+        assert http_status(f"{moto_endpoint.endpoint_url}{path}")[0] == 403, path
+
+
+def test_moto_admits_the_runs_keys(moto_endpoint: S3Endpoint):
+    client = s3_client(moto_endpoint, moto_endpoint.access_key_id, moto_endpoint.secret_access_key)
+    client.put_object(Bucket=moto_endpoint.bucket, Key="boto3.txt", Body=b"boto3")
+    filesystem = moto_endpoint.filesystem()  # pyarrow's S3 client, as pyiceberg's FileIO uses it
+    with filesystem.open_input_stream(f"{moto_endpoint.bucket}/boto3.txt") as stream:
+        assert stream.read() == b"boto3"
+    names = {info.base_name for info in filesystem.get_file_info(FileSelector(moto_endpoint.bucket))}
+    assert {"kept.txt", "boto3.txt"} <= names
+    filesystem.delete_file(f"{moto_endpoint.bucket}/boto3.txt")
+
+
+@pytest.mark.parametrize(
+    "path", ["/moto-api/reset", "/moto-api/reset-auth", "/moto-api/", "/moto-api/data.json"]
+)
+def test_moto_control_api_is_not_reachable(moto_endpoint: S3Endpoint, path):
+    for method in ("GET", "POST"):
+        assert http_status(f"{moto_endpoint.endpoint_url}{path}", method)[0] == 404, (method, path)
+    # nothing was reset: the object written before is still there
+    assert moto_endpoint.filesystem().get_file_info(f"{moto_endpoint.bucket}/kept.txt").size == 0
+
+
+# ---------------------------------------------------------------- nothing left behind
+
+
+@pytest.fixture
+def secrets_of_the_stack(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The S3 keys and the catalog token the next local-services stack generates (spied, not
+    replaced: the servers and the secrets stay real)."""
+    seen: list[str] = []
+    start_services = LocalServicesStack.running
+
+    @contextmanager
+    def recording(self: LocalServicesStack, folder: Path) -> Iterator[None]:
+        with start_services(self, folder):
+            seen.extend(
+                (
+                    self.endpoint.access_key_id,
+                    self.endpoint.secret_access_key,
+                    os.environ[CATALOG_TOKEN_VARIABLE],
+                )
+            )
+            yield
+
+    monkeypatch.setattr(LocalServicesStack, "running", recording)
+    return seen
+
+
+@pytest.mark.usefixtures("cli_settings", "tiny_sets")
+def test_icebench_run_on_local_services_leaves_no_secret_in_results(settings, secrets_of_the_stack):
+    run = "run --stack local-services --scenario append --writer pyiceberg-add-files --preset tiny"
+    code = main([*run.split(), "--batch-rows", "5000", "--memory", "1g"])
+    assert code == 0
+    assert len(secrets_of_the_stack) == 3
+    folder = newest_results_folder(settings.results_dir)
+    written = [path for path in folder.rglob("*") if path.is_file()]
+    names = {path.name for path in written}
+    assert {"environment.json", "runs.jsonl", "worker-spec.json", "rest-catalog.log", "s3-moto.log"} <= names
+    for path in written:
+        content = path.read_bytes()
+        for secret in secrets_of_the_stack:
+            assert secret.encode() not in content, f"a secret leaked into {path}"
+    assert os.environ.get(CATALOG_TOKEN_VARIABLE) != secrets_of_the_stack[2]  # gone with its stack

@@ -16,8 +16,8 @@ import psutil
 from pydantic import BaseModel, ValidationError
 
 from harness.errors import IcebenchError, first_error
+from harness.model import Verdict
 from harness.redaction import redact
-from scenarios.oracle import Verdict
 
 Line = TypeVar("Line", bound=BaseModel)
 Status = Literal["ok", "oom", "error", "unsupported"]

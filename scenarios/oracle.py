@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 from pyarrow import fs as pafs
-from pydantic import BaseModel
 from pyiceberg.io.pyarrow import PyArrowFileIO, _ConvertToIcebergWithoutIDs, visit_pyarrow
 from pyiceberg.schema import Schema
 from pyiceberg.serializers import FromInputFile
@@ -28,28 +27,11 @@ from pyiceberg.table.snapshots import Snapshot
 from generators.checksum import Checksum
 from generators.schema import KEY_COLUMN
 from harness.known_issues import match_known_issue
+from harness.model import Check, Verdict
 from harness.spark import DEFAULT_MASTER
 from harness.spark_read import SparkReadFailed, read_with_spark
 from scenarios.base import Expectation, KeyRanges
 from scenarios.readback import FileFacts, TableContent, read_content
-
-
-class Check(BaseModel):
-    name: str
-    passed: bool
-    expected: Any = None
-    actual: Any = None
-    reason: str | None = None
-    upstream: str | None = None
-
-
-class Verdict(BaseModel):
-    passed: bool
-    checks: list[Check]
-
-    @property
-    def failed(self) -> list[Check]:
-        return [check for check in self.checks if not check.passed]
 
 
 @dataclass

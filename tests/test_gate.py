@@ -6,11 +6,11 @@ import pytest
 
 from harness.cli import main
 from harness.errors import IcebenchError
+from harness.model import Check, Verdict
 from harness.results import ResultsStore, RunRecord, ScalePoint, ScaleResult
 from reports.baseline import build_baseline, load_baseline, save_baseline
 from reports.compare import compare, comparison_markdown
 from reports.gate import GateThresholds, gate, load_thresholds, regressions_markdown
-from scenarios.oracle import Check, Verdict
 
 MIB = 2**20
 CHECKS = ("row_count", "keys_unique", "content_checksum")

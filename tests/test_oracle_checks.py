@@ -16,9 +16,10 @@ from pyiceberg.table import Table
 from pyiceberg.types import LongType, StringType
 
 from generators.schema import KEY_COLUMN
+from harness.model import Verdict
 from scenarios import get_scenario
 from scenarios.base import DataSets, Expectation, _place_file, register_set
-from scenarios.oracle import Verdict, capture_state, judge
+from scenarios.oracle import capture_state, judge
 from scenarios.readback import _prefetched, read_content
 
 # DataFile fields by position (pyiceberg 0.12's Record layout): record_count, lower_bounds.

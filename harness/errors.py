@@ -30,13 +30,22 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first_line(exc)}" if str(exc).strip() else type(exc).__name__
 
 
-def first_error(exc: Exception) -> str:
-    """The first complaint of a validation error (where: what), or the first line of any other."""
-    if isinstance(exc, ValidationError) and exc.errors():
-        error = exc.errors()[0]
-        where = ".".join(str(part) for part in error["loc"])
-        return f"{where}: {error['msg']}" if where else error["msg"]
-    return first_line(exc)
+def first_error(exc: Exception, env_prefix: str | None = None) -> str:
+    """The first complaint of a validation error (`where: what (got VALUE)`; with `env_prefix`,
+    `where` is the environment variable, e.g. ICEBENCH_BATCH_ROWS), or the first line of any other."""
+    if not isinstance(exc, ValidationError) or not exc.errors():
+        return first_line(exc)
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"])
+    if env_prefix is not None:
+        where = f"{env_prefix}{where.upper()}"
+    got = error.get("input")
+    shown = f" (got {_shortened(repr(got))})" if isinstance(got, str | int | float) else ""
+    return f"{where}: {error['msg']}{shown}" if where else f"{error['msg']}{shown}"
+
+
+def _shortened(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 def os_error_line(exc: OSError) -> str:

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from harness.errors import IcebenchError
+from harness.errors import IcebenchError, first_error
 
 Isolation = Literal["auto", "cgroup", "docker", "rlimit", "none"]
 
@@ -147,7 +147,7 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
     try:
         env = Settings()  # environment over defaults
     except ValueError as exc:
-        complaint = _first_complaint(exc, ENV_PREFIX)
+        complaint = first_error(exc, ENV_PREFIX)
         raise IcebenchError(f"invalid setting in the environment: {complaint}") from None
     merged = {**from_file, **env.model_dump(exclude_unset=True)}
     merged.update({k: v for k, v in overrides.items() if v is not None})
@@ -155,17 +155,4 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
         return Settings.model_validate(merged)
     except ValueError as exc:
         where = f"config file {path} or the command line" if path else "the command line"
-        raise IcebenchError(f"invalid setting ({where}): {_first_complaint(exc)}") from None
-
-
-def _first_complaint(exc: ValueError, prefix: str = "") -> str:
-    """`NAME: what is wrong (got VALUE)` for the first field pydantic complains about."""
-    from pydantic import ValidationError
-
-    if not isinstance(exc, ValidationError) or not exc.errors():
-        return str(exc).splitlines()[0]
-    error = exc.errors()[0]
-    name = ".".join(str(part) for part in error["loc"])
-    shown = f"{prefix}{name.upper()}" if prefix else name
-    got = error.get("input")
-    return f"{shown}: {error['msg']}" + (f" (got {got!r})" if isinstance(got, str | int | float) else "")
+        raise IcebenchError(f"invalid setting ({where}): {first_error(exc)}") from None

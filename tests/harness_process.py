@@ -30,6 +30,16 @@ def wait_for(predicate: Callable[[], T], timeout: float = 60.0) -> T:
     raise AssertionError("timed out waiting")
 
 
+# `python -m harness.cli` that takes Ctrl-C whatever the suite was started with: a job a
+# non-interactive shell runs in the background inherits SIGINT ignored, and Python then installs
+# no KeyboardInterrupt handler (as it should: a background command is not to be Ctrl-C'd).
+CLI_WITH_CTRL_C = [
+    sys.executable, "-c",
+    "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "runpy.run_module('harness.cli', run_name='__main__', alter_sys=True)",
+]  # fmt: skip
+
+
 @dataclass
 class HarnessRun:
     """`icebench run` writing 100 commits of 100 rows per worker: long enough to interrupt mid-write."""
@@ -43,7 +53,7 @@ class HarnessRun:
     def start(cls, settings: Settings, results: Path, scenario: str = "append", *options: str) -> HarnessRun:
         env = {**os.environ, "ICEBENCH_DATA_DIR": str(settings.data_dir)}
         process = subprocess.Popen(
-            [sys.executable, "-m", "harness.cli", "run", "--scenario", scenario, "--writer",
+            [*CLI_WITH_CTRL_C, "run", "--scenario", scenario, "--writer",
              "pyiceberg-commit-per-batch", "--preset", "tiny", "--batch-rows", "100", "--memory", "1g",
              "--results", str(results), *options],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

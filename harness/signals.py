@@ -81,7 +81,9 @@ def signals_held() -> Iterator[None]:
             print(f"icebench: {signal.Signals(signum).name} again: exit amid cleanup", file=sys.stderr)
             os._exit(128 + signum)
 
-    previous = {signum: signal.signal(signum, hold) for signum in INTERRUPTING}
+    # A signal this process ignores (a background job's SIGINT) stays ignored: nothing to hold.
+    held_off = [signum for signum in INTERRUPTING if signal.getsignal(signum) is not signal.SIG_IGN]
+    previous = {signum: signal.signal(signum, hold) for signum in held_off}
     try:
         yield
     finally:

@@ -184,7 +184,16 @@ def test_an_oom_killed_dlt_worker_leaves_no_scratch(runner, tiny_sets):
     assert not list(runner.store.folder.glob("work/*/tmp"))
 
 
-def test_a_second_ctrl_c_during_release_still_purges_the_run(runner, tiny_sets, monkeypatch):
+@pytest.fixture
+def ctrl_c_raises():
+    """Ctrl-C raises KeyboardInterrupt in this process, also when the suite runs as a background
+    job (which inherits SIGINT ignored)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_a_second_ctrl_c_during_release_still_purges_the_run(runner, tiny_sets, monkeypatch, ctrl_c_raises):
     """The namespace purge (Stack.release) finishes; the Ctrl-C that came meanwhile follows it."""
     released = []
     real_release = EmbeddedStack.release

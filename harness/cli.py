@@ -31,12 +31,12 @@ from harness.matrix import (
     run_matrix,
     run_scales,
 )
-from harness.own_memory import BOX_ENV, high_water_mark, run_in_box
+from harness.own_memory import high_water_mark, run_in_box
 from harness.ownership import owned
 from harness.redaction import redact
 from harness.results import ResultsStore, environment, read_runs, read_scales
 from harness.runner import Runner, RunPlan
-from harness.settings import Settings, load_settings
+from harness.settings import BOX_ENV, Settings, load_settings
 from harness.signals import terminates_like_ctrl_c
 from harness.stacks import Stack, get_stack, stacks, started
 from harness.writers import get_writer, writers

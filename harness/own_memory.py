@@ -21,6 +21,7 @@ from harness.caps import HARNESS_BOX_PREFIX, CgroupCap, cgroup_parent, format_si
 from harness.errors import IcebenchError
 from harness.leftovers import remove_stale_cgroups
 from harness.orphan_guard import guarded
+from harness.settings import BOX_ENV
 from harness.signals import Terminated
 
 _STATUS = Path("/proc/self/status")
@@ -57,9 +58,6 @@ def measure_peak_rss() -> Iterator[PeakRss]:
         yield peak
     finally:
         peak.bytes = high_water_mark() if resettable else None
-
-
-BOX_ENV = "ICEBENCH_HARNESS_BOX"  # set inside the box: the command runs there, not again
 
 
 def run_in_box(cap_bytes: int, command: list[str]) -> int:

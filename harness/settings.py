@@ -12,10 +12,12 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from harness.errors import IcebenchError, first_error
+from harness.orphan_guard import PARENT_ENV
 
 Isolation = Literal["auto", "cgroup", "docker", "rlimit", "none"]
 
 CONFIG_ENV = "ICEBENCH_CONFIG"
+BOX_ENV = "ICEBENCH_HARNESS_BOX"  # set inside the --harness-memory box: the command runs there, not again
 DEFAULT_CONFIG = Path("icebench.toml")
 ENV_PREFIX = "ICEBENCH_"
 # ICEBENCH_* variables that are not settings: the config file's path, the harness box, the test
@@ -23,8 +25,8 @@ ENV_PREFIX = "ICEBENCH_"
 OTHER_VARIABLES = frozenset(
     {
         CONFIG_ENV,
-        "ICEBENCH_HARNESS_BOX",
-        "ICEBENCH_DIE_WITH_PARENT",
+        BOX_ENV,
+        PARENT_ENV,
         "ICEBENCH_REQUIRE_DOCKER",
         "ICEBENCH_CACHE",
         "ICEBENCH_ENGINE_OWNER",

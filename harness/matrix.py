@@ -17,7 +17,8 @@ from harness.datasets import DAMAGED_SETS, DataCache
 from harness.envs import Variant, variants
 from harness.errors import IcebenchError
 from harness.growth import growth_class, growth_exponent, tail_exponent
-from harness.results import ResultsStore, RunRecord, ScalePoint, ScaleResult
+from harness.model import RunRecord
+from harness.results import ResultsStore, ScalePoint, ScaleResult
 from harness.runner import Runner, RunPlan
 from harness.settings import Settings, read_toml
 from harness.source import ParquetSource

@@ -10,91 +10,17 @@ import sys
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 import psutil
 from pydantic import BaseModel, ValidationError
 
 from harness.errors import IcebenchError, first_error
-from harness.model import Verdict
+from harness.model import RunRecord
 from harness.redaction import redact
 
 Line = TypeVar("Line", bound=BaseModel)
-Status = Literal["ok", "oom", "error", "unsupported"]
 LIBRARIES = ("icebench", "pyiceberg", "pyarrow", "numpy", "sqlalchemy")
-
-
-class WorkerOutcome(BaseModel):
-    """One of the workers of a concurrent run, each under its own cap, with its own figures."""
-
-    name: str  # a, b, ...
-    source_set: str  # the generated set it appended
-    rows: int
-    status: Status
-    error: str | None = None
-    wall_s: float | None = None
-    write_s: float | None = None
-    peak_memory_bytes: int | None = None
-    peak_rss_bytes: int | None = None
-    oom_kills: int = 0
-    step_latencies_s: list[float] = []
-    commit_latencies_s: list[float] = []
-    commit_retries: int | None = None  # pyiceberg's retries after commit conflicts (None: not counted)
-    worker_log: str | None = None
-
-
-class RunRecord(BaseModel):
-    """Everything measured about one scenario x writer run. Field meanings are in the README."""
-
-    run_id: str
-    scenario: str
-    writer: str
-    preset: str
-    repeat: int = 0  # 0, 1, ... for repeated runs of one pair (matrix --repeat)
-    variant: str | None = None  # e.g. "pyiceberg 0.9.1": the workers ran with that version
-    stack: str
-    operation: str
-    status: Status
-    error: str | None = None
-    rows: int | None = None
-    limit_rows: int | None = None  # set on the points of a scale run: a prefix of the source
-    columns: int | None = None
-    batch_rows: int
-    batches: int | None = None
-    wall_s: float | None = None
-    write_s: float | None = None
-    # The kernel's peak for the whole worker (memory.max_usage_in_bytes): includes page cache, so
-    # at a size where files fill the cap it reads the cap for every writer.
-    peak_memory_bytes: int | None = None
-    # The worker's resident peak: its cgroup's anonymous memory (memory.stat total_rss, sampled)
-    # or its VmHWM, whichever is larger. The figure that tells writers apart.
-    peak_rss_bytes: int | None = None
-    cache_at_peak_bytes: int | None = None  # page cache (memory.stat total_cache) at the kernel's peak
-    memory_timeline: list[tuple[float, int, int]] = []
-    step_latencies_s: list[float] = []
-    commit_latencies_s: list[float] = []
-    late_early_ratio: float | None = None
-    snapshots_added: int | None = None
-    data_files: int | None = None
-    manifests: int | None = None
-    metadata_files: int | None = None
-    metadata_bytes: int | None = None
-    orphan_files: int | None = None  # files under the table location no metadata reaches
-    orphan_bytes: int | None = None
-    # The current snapshot's summary after the run (operation, added/deleted/total files and records).
-    snapshot_summary: dict[str, str] = {}
-    verify_s: float | None = None  # the oracle's read-back and checks
-    verify_peak_rss_bytes: int | None = None  # the harness process's resident peak meanwhile
-    cap_bytes: int | None = None
-    isolation: str
-    oom_kills: int = 0
-    versions: dict[str, str] = {}
-    verdict: Verdict | None = None
-    verified_with: str = "pyiceberg"  # engine(s) that read the table back: pyiceberg, or spark too
-    started_at: str
-    worker_log: str | None = None
-    profile_flamegraph: str | None = None  # --profile memray: flame graph HTML at peak memory
-    workers: list[WorkerOutcome] = []  # concurrent scenarios: each worker; the fields above: the whole run
 
 
 class ScalePoint(BaseModel):

@@ -22,17 +22,27 @@ from harness.errors import IcebenchError, one_line
 from harness.growth import late_early_ratio
 from harness.launcher import Launch, RunningWorkers, WorkerHandle, launch_worker
 from harness.leftovers import SCRATCH_FOLDER
+from harness.model import (
+    Expectation,
+    KillNote,
+    Rendezvous,
+    RunRecord,
+    Status,
+    WorkerOutcome,
+    WorkerResult,
+    WorkerSpec,
+)
 from harness.own_memory import measure_peak_rss
 from harness.profiling import render_flamegraph, worker_arguments
-from harness.results import ResultsStore, RunRecord, Status, WorkerOutcome, now_iso
+from harness.results import ResultsStore, now_iso
 from harness.settings import Settings
 from harness.signals import signals_held
 from harness.spark import spark_supports
 from harness.stacks import RunCatalog, Stack, close_catalog
-from harness.worker import EXIT_AS_SIGKILLED, KillNote, Rendezvous, WorkerResult, WorkerSpec
+from harness.worker import EXIT_AS_SIGKILLED
 from harness.writers import Writer, get_writer
 from scenarios import get_scenario
-from scenarios.base import DataSets, Expectation, Scenario
+from scenarios.base import DataSets, Scenario
 from scenarios.oracle import (
     ConcurrencyReport,
     FailedWorker,

@@ -17,83 +17,20 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import pyarrow as pa
-from pydantic import BaseModel
 from pyiceberg.catalog import load_catalog
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.table import Table
 
 from harness.errors import SourceError, one_line
+from harness.model import ErrorKind, KillNote, KillPoint, WorkerResult, WorkerSpec
 from harness.orphan_guard import die_with_parent_if_asked
 from harness.source import ParquetSource
 from harness.spark import DEFAULT_MASTER
-from harness.writers import Operation, StepTimer, WriteJob, get_writer
+from harness.writers import StepTimer, WriteJob, get_writer
 
-ErrorKind = Literal["bad_input", "memory", "write"]
-# Where a fault scenario has the worker SIGKILL itself: once the first step (batch) is staged, on
-# entering the first catalog commit, or once the commit that completes the operation returned.
-KillPoint = Literal["data-files", "before-commit", "after-commit"]
 EXIT_AS_SIGKILLED = 128 + signal.SIGKILL  # what a shell or a container reports for a SIGKILLed process
-
-
-class Rendezvous(BaseModel):
-    """The workers of a concurrent run meet here once each has loaded the table and opened its
-    source: all then write from the same snapshot, so their commits race for certain."""
-
-    directory: Path
-    name: str
-    parties: int
-    timeout_s: float = 120.0
-
-    def arrive(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        (self.directory / self.name).touch()
-        deadline = time.monotonic() + self.timeout_s
-        while (arrived := len(list(self.directory.iterdir()))) < self.parties:
-            if time.monotonic() > deadline:
-                raise RendezvousMissed(
-                    f"only {arrived} of {self.parties} concurrent workers were ready within "
-                    f"{self.timeout_s:g} s (see the other workers' logs)"
-                )
-            time.sleep(0.01)
-
-
-class RendezvousMissed(RuntimeError):
-    pass
-
-
-class WorkerSpec(BaseModel):
-    catalog: dict[str, str]
-    table: str
-    writer: str
-    operation: Operation
-    key_columns: list[str]
-    source_dir: Path
-    batch_rows: int
-    limit_rows: int | None = None
-    cap_bytes: int | None = None
-    spark_master: str = DEFAULT_MASTER
-    started_marker: Path
-    result_path: Path
-    kill_at: KillPoint | None = None  # fault scenarios (crash-*): SIGKILL this process there
-    kill_note_path: Path | None = None  # the KillNote goes here just before the kill
-    rendezvous: Rendezvous | None = None  # concurrent scenarios: wait for the other workers first
-
-
-class WorkerResult(BaseModel):
-    status: Literal["ok", "error"]
-    error: str | None = None
-    error_kind: ErrorKind | None = None
-    step_latencies_s: list[float] = []
-    commit_latencies_s: list[float] = []
-    write_s: float | None = None
-    batches: int = 0
-    peak_rss_bytes: int | None = None
-    versions: dict[str, str] = {}
-    kill_missed: str | None = None  # the write ended without reaching the kill point asked for: why
-    commit_retries: int | None = None  # pyiceberg's retries after a commit conflict (None: not its commits)
 
 
 class CommitRetries(logging.Handler):
@@ -107,27 +44,6 @@ class CommitRetries(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.count += record.getMessage().startswith(self.MESSAGE)
-
-
-class KillNote(WorkerResult):
-    """What the worker leaves just before it SIGKILLs itself: its one chance to tell what had landed."""
-
-    status: Literal["ok", "error"] = "error"
-    point: KillPoint
-    how: str = "SIGKILL"
-    rows: int  # rows of the source
-    rows_fed: int = 0  # rows the source had handed to the writer
-    rows_committed: int = 0  # rows the source had handed over when the writer's last commit returned
-    # The snapshot the writer's table object held (pyiceberg updates it in place on each commit):
-    # the last committed snapshot as the writer saw it, the one the table must be at afterwards.
-    committed_snapshot_id: int | None = None
-
-    def describe(self) -> str:
-        return (
-            f"killed by {self.how} at {self.point} as the scenario asked ({len(self.step_latencies_s)} "
-            f"steps, {len(self.commit_latencies_s)} commits returned; {self.rows_committed:,} of "
-            f"{self.rows:,} rows committed)"
-        )
 
 
 @dataclass
@@ -258,7 +174,8 @@ def run(spec: WorkerSpec) -> WorkerResult:
         if spec.rendezvous is not None:
             spec.rendezvous.arrive()
         start = time.perf_counter()
-        job = WriteJob(table, source, spec.operation, spec.key_columns, spec.cap_bytes, spec.spark_master)
+        master = spec.spark_master or DEFAULT_MASTER
+        job = WriteJob(table, source, spec.operation, spec.key_columns, spec.cap_bytes, master)
         writer.write(job, timer)
         result.write_s = time.perf_counter() - start
         if isinstance(timer, KillingStepTimer):  # still alive: the point never came

@@ -18,7 +18,8 @@ from pydantic import BaseModel, ValidationError
 
 from harness.errors import IcebenchError, first_error
 from harness.growth import growth_class
-from harness.results import RunRecord, ScaleResult, Status, now_iso, read_runs, read_scales
+from harness.model import RunRecord, Status
+from harness.results import ScaleResult, now_iso, read_runs, read_scales
 
 BASELINE_FORMAT = 1
 KEY_SEPARATOR = "|"

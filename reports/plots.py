@@ -20,7 +20,8 @@ import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from harness.results import RunRecord, ScaleResult
+from harness.model import RunRecord
+from harness.results import ScaleResult
 from harness.writers import writers
 
 MIB = 2**20

@@ -13,7 +13,8 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from harness.errors import IcebenchError
-from harness.results import RunRecord, ScaleResult, read_runs, read_scales
+from harness.model import RunRecord
+from harness.results import ScaleResult, read_runs, read_scales
 from reports.plots import (
     latency_figure,
     metrics_figure,

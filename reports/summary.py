@@ -8,7 +8,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.caps import format_size
-from harness.results import RunRecord, ScaleResult
+from harness.model import RunRecord
+from harness.results import ScaleResult
 
 STATUS_STYLE = {"ok": "green", "oom": "bold red", "error": "red", "unsupported": "dim"}
 

@@ -1,5 +1,5 @@
-from harness.writers.base import Operation
-from scenarios.base import DataSets, Expectation, Scenario
+from harness.model import Expectation, Operation
+from scenarios.base import DataSets, Scenario, expect_prefix
 
 
 class Append(Scenario):
@@ -10,4 +10,4 @@ class Append(Scenario):
     accepts_row_limit = True
 
     def expected_after(self, sets: DataSets, limit_rows: int | None = None) -> Expectation:
-        return Expectation.of_prefix(sets[self.source_set], limit_rows)  # a prefix for scale runs
+        return expect_prefix(sets[self.source_set], limit_rows)  # a prefix for scale runs

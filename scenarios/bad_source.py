@@ -9,8 +9,8 @@ content, and what the writer left behind shows as orphans.
 from abc import abstractmethod
 
 from generators.faults import Damage
-from harness.writers.base import Operation
-from scenarios.base import DataSets, Expectation, Scenario
+from harness.model import Expectation, Operation
+from scenarios.base import DataSets, Scenario
 
 
 class BadSource(Scenario):

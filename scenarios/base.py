@@ -11,7 +11,6 @@ from typing import ClassVar
 from urllib.parse import urlparse
 
 import pyarrow as pa
-from pydantic import BaseModel
 from pyiceberg.catalog import Catalog
 from pyiceberg.table import Table
 from pyiceberg.types import StringType
@@ -19,52 +18,9 @@ from pyiceberg.types import StringType
 from generators.checksum import Checksum
 from generators.manifest import DatasetManifest
 from generators.schema import EVOLVED_COLUMN, KEY_COLUMN
+from harness.model import Expectation, KillPoint, Operation
 from harness.source import ParquetSource
-from harness.worker import KillPoint
-from harness.writers.base import Operation, Writer
-
-KeyRanges = list[tuple[int, int]]
-
-
-class Expectation(BaseModel):
-    """Table content the oracle expects: row count, content checksum and key set (inclusive ranges)."""
-
-    rows: int
-    checksum: str
-    key_ranges: KeyRanges
-    gone_key_ranges: KeyRanges = []
-
-    @classmethod
-    def of_set(cls, manifest: DatasetManifest) -> Expectation:
-        return cls(rows=manifest.rows, checksum=manifest.checksum, key_ranges=list(manifest.key_ranges))
-
-    @classmethod
-    def empty(cls) -> Expectation:
-        return cls(rows=0, checksum=f"{0:016x}", key_ranges=[])
-
-    @classmethod
-    def of_prefix(cls, data: DataSet, rows: int | None) -> Expectation:
-        """The first `rows` rows of a set in file order (all of it for None), as a writer is fed them."""
-        if rows is None or rows >= data.manifest.rows:
-            return cls.of_set(data.manifest)
-        if rows <= 0:
-            return cls.empty()
-        # A prefix's checksum is not in the manifest, so derive it here.
-        checksum = Checksum()
-        for batch in ParquetSource.open(data.directory, 65_536, rows).batches():
-            checksum.update(batch)
-        first_key = data.manifest.key_ranges[0][0]
-        return cls(rows=rows, checksum=checksum.hex, key_ranges=[(first_key, first_key + rows - 1)])
-
-    def plus(self, other: Expectation) -> Expectation:
-        """Both sets of rows in one table (their keys must be disjoint)."""
-        checksum = Checksum.from_hex(self.checksum, self.rows) + Checksum.from_hex(other.checksum, other.rows)
-        return Expectation(
-            rows=checksum.rows,
-            checksum=checksum.hex,
-            key_ranges=self.key_ranges + other.key_ranges,
-            gone_key_ranges=self.gone_key_ranges + other.gone_key_ranges,
-        )
+from harness.writers.base import Writer
 
 
 @dataclass(frozen=True)
@@ -74,6 +30,39 @@ class DataSet:
 
 
 DataSets = dict[str, DataSet]
+
+
+def expect_set(manifest: DatasetManifest) -> Expectation:
+    return Expectation(rows=manifest.rows, checksum=manifest.checksum, key_ranges=list(manifest.key_ranges))
+
+
+def expect_empty() -> Expectation:
+    return Expectation(rows=0, checksum=f"{0:016x}", key_ranges=[])
+
+
+def expect_prefix(data: DataSet, rows: int | None) -> Expectation:
+    """The first `rows` rows of a set in file order (all of it for None), as a writer is fed them."""
+    if rows is None or rows >= data.manifest.rows:
+        return expect_set(data.manifest)
+    if rows <= 0:
+        return expect_empty()
+    # A prefix's checksum is not in the manifest, so derive it here.
+    checksum = Checksum()
+    for batch in ParquetSource.open(data.directory, 65_536, rows).batches():
+        checksum.update(batch)
+    first_key = data.manifest.key_ranges[0][0]
+    return Expectation(rows=rows, checksum=checksum.hex, key_ranges=[(first_key, first_key + rows - 1)])
+
+
+def expect_both(one: Expectation, other: Expectation) -> Expectation:
+    """Both sets of rows in one table (their keys must be disjoint)."""
+    checksum = Checksum.from_hex(one.checksum, one.rows) + Checksum.from_hex(other.checksum, other.rows)
+    return Expectation(
+        rows=checksum.rows,
+        checksum=checksum.hex,
+        key_ranges=one.key_ranges + other.key_ranges,
+        gone_key_ranges=one.gone_key_ranges + other.gone_key_ranges,
+    )
 
 
 class Scenario(ABC):
@@ -128,9 +117,7 @@ class Scenario(ABC):
         return table
 
     def expected_before(self, sets: DataSets) -> Expectation:
-        return (
-            Expectation.of_set(sets[self.initial_set].manifest) if self.initial_set else Expectation.empty()
-        )
+        return expect_set(sets[self.initial_set].manifest) if self.initial_set else expect_empty()
 
     @abstractmethod
     def expected_after(self, sets: DataSets, limit_rows: int | None = None) -> Expectation:
@@ -141,7 +128,7 @@ class Scenario(ABC):
         others left nothing behind."""
         expected = self.expected_before(sets)
         for name in landed:
-            expected = expected.plus(Expectation.of_set(sets[name].manifest))
+            expected = expect_both(expected, expect_set(sets[name].manifest))
         return expected
 
 

@@ -9,8 +9,8 @@ lost or doubled append shows as missing, unexpected or duplicate keys.
 
 from __future__ import annotations
 
-from harness.writers.base import Operation
-from scenarios.base import DataSets, Expectation, Scenario
+from harness.model import Expectation, Operation
+from scenarios.base import DataSets, Scenario
 
 
 class ConcurrentWriters(Scenario):

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from abc import abstractmethod
 
-from harness.worker import KillPoint
-from harness.writers.base import Operation, Writer
-from scenarios.base import DataSets, Expectation, Scenario
+from harness.model import Expectation, KillPoint, Operation
+from harness.writers.base import Writer
+from scenarios.base import DataSets, Scenario, expect_both, expect_prefix, expect_set
 
 
 class CrashMidWrite(Scenario):
@@ -45,8 +45,8 @@ class CrashMidWrite(Scenario):
 
         After a kill, `limit_rows` is what the writer had committed when it died.
         """
-        initial = Expectation.of_set(sets[self.initial_set].manifest)
-        return initial.plus(Expectation.of_prefix(sets[self.source_set], limit_rows))
+        initial = expect_set(sets[self.initial_set].manifest)
+        return expect_both(initial, expect_prefix(sets[self.source_set], limit_rows))
 
 
 class CrashDuringDataFiles(CrashMidWrite):

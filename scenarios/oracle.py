@@ -27,10 +27,9 @@ from pyiceberg.table.snapshots import Snapshot
 from generators.checksum import Checksum
 from generators.schema import KEY_COLUMN
 from harness.known_issues import match_known_issue
-from harness.model import Check, Verdict
+from harness.model import Check, Expectation, KeyRanges, Verdict
 from harness.spark import DEFAULT_MASTER
 from harness.spark_read import SparkReadFailed, read_with_spark
-from scenarios.base import Expectation, KeyRanges
 from scenarios.readback import FileFacts, TableContent, read_content
 
 

@@ -1,5 +1,5 @@
-from harness.writers.base import Operation
-from scenarios.base import DataSets, Expectation, Scenario
+from harness.model import Expectation, Operation
+from scenarios.base import DataSets, Scenario, expect_set
 
 
 class Replace(Scenario):
@@ -10,7 +10,7 @@ class Replace(Scenario):
     source_set = "replacement"
 
     def expected_after(self, sets: DataSets, limit_rows: int | None = None) -> Expectation:
-        expected = Expectation.of_set(sets["replacement"].manifest)
+        expected = expect_set(sets["replacement"].manifest)
         # Every row of the replaced set must be gone, not just outnumbered.
         expected.gone_key_ranges = list(sets["base"].manifest.key_ranges)
         return expected

@@ -1,5 +1,5 @@
-from harness.writers.base import Operation
-from scenarios.base import DataSets, Expectation, Scenario
+from harness.model import Expectation, Operation
+from scenarios.base import DataSets, Scenario
 
 
 class Upsert(Scenario):

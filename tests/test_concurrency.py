@@ -12,11 +12,11 @@ from rich.console import Console
 from generators.checksum import Checksum
 from harness.envs import Variant
 from harness.matrix import prepare_data
+from harness.model import Rendezvous, RendezvousMissed
 from harness.results import ResultsStore
 from harness.runner import Runner, RunPlan
 from harness.source import ParquetSource
 from harness.stacks.embedded import EmbeddedStack
-from harness.worker import Rendezvous, RendezvousMissed
 from harness.writers import Operation, writers
 from reports.summary import worker_rows
 from scenarios import get_scenario

@@ -7,8 +7,9 @@ import pytest
 
 from harness.caps import machine_memory_bytes
 from harness.cli import main
+from harness.model import RunRecord
 from harness.redaction import redact
-from harness.results import ResultsStore, RunRecord, read_runs
+from harness.results import ResultsStore, read_runs
 from harness.settings import load_settings
 
 

@@ -12,10 +12,11 @@ import pytest
 
 from harness.launcher import Launch
 from harness.matrix import MatrixConfig
+from harness.model import KillNote, WorkerSpec
 from harness.runner import RunPlan, read_kill_note
 from harness.spark import missing_jars
 from harness.stacks import close_catalog
-from harness.worker import KillNote, WorkerSpec, run
+from harness.worker import run
 from harness.writers import Operation, StepTimer, WriteJob, Writer, writers
 from scenarios import get_scenario, scenarios
 

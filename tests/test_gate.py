@@ -6,8 +6,8 @@ import pytest
 
 from harness.cli import main
 from harness.errors import IcebenchError
-from harness.model import Check, Verdict
-from harness.results import ResultsStore, RunRecord, ScalePoint, ScaleResult
+from harness.model import Check, RunRecord, Verdict
+from harness.results import ResultsStore, ScalePoint, ScaleResult
 from reports.baseline import build_baseline, load_baseline, save_baseline
 from reports.compare import compare, comparison_markdown
 from reports.gate import GateThresholds, gate, load_thresholds, regressions_markdown

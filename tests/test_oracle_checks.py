@@ -18,7 +18,7 @@ from pyiceberg.types import LongType, StringType
 from generators.schema import KEY_COLUMN
 from harness.model import Verdict
 from scenarios import get_scenario
-from scenarios.base import DataSets, Expectation, _place_file, register_set
+from scenarios.base import DataSets, _place_file, expect_set, register_set
 from scenarios.oracle import capture_state, judge
 from scenarios.readback import _prefetched, read_content
 
@@ -36,7 +36,7 @@ def _append_table(tmp_path: Path, sets: DataSets) -> tuple[Table, object]:
 def _judge(table: Table, scenario: object, sets: DataSets, before: object) -> tuple[Verdict, dict]:
     verdict, _ = judge(
         table.refresh(),
-        expected=Expectation.of_set(sets["base"].manifest),
+        expected=expect_set(sets["base"].manifest),
         expected_schema=scenario.expected_schema(sets),
         error=None,
         before=before,

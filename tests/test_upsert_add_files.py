@@ -19,14 +19,14 @@ from generators.checksum import Checksum
 from generators.faults import damaged_copy
 from generators.manifest import DatasetManifest
 from harness.errors import IcebenchError
+from harness.model import Expectation, KillPoint
 from harness.results import read_runs
 from harness.runner import RunPlan
 from harness.source import ParquetSource
-from harness.worker import KillPoint
 from harness.writers import Operation, StepTimer, WriteJob, get_writer, writers
 from harness.writers.pyiceberg_delete_add_files import ChangeKeys
 from scenarios import scenarios
-from scenarios.base import DataSet, DataSets, Expectation, Scenario
+from scenarios.base import DataSet, DataSets, Scenario
 from scenarios.oracle import read_content
 from scenarios.upsert import Upsert
 

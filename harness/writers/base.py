@@ -7,21 +7,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from enum import StrEnum
 from importlib.metadata import PackageNotFoundError, version
 from typing import ClassVar
 
 import pyarrow as pa
 from pyiceberg.table import Table
 
+from harness.model import Operation
 from harness.source import ParquetSource
 from harness.spark import DEFAULT_MASTER
-
-
-class Operation(StrEnum):
-    APPEND = "append"
-    REPLACE = "replace"
-    UPSERT = "upsert"
 
 
 @dataclass

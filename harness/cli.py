@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -20,7 +22,7 @@ from generators.wide import generate_base
 from harness.caps import ISOLATIONS, check_cap_fits, format_size, parse_size, resolve_isolation
 from harness.datasets import data_set
 from harness.envs import variants
-from harness.errors import IcebenchError, failure_line
+from harness.errors import IcebenchError, IcebenchWarning, failure_line
 from harness.leftovers import sweep_leftovers
 from harness.matrix import (
     MatrixConfig,
@@ -522,8 +524,20 @@ def _harness_box_bytes(args: argparse.Namespace) -> int | None:
     return check_cap_fits(settings.harness_memory, "harness memory", settings.allow_overcommit)
 
 
+PYTHON_SHOWWARNING = warnings.showwarning
+
+
+def show_warning(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    """The one place warnings reach the terminal: ours as one line, others as Python shows them."""
+    if issubclass(category, IcebenchWarning):
+        print(redact(f"icebench: warning: {message}"), file=sys.stderr)
+    else:
+        PYTHON_SHOWWARNING(message, category, *args, **kwargs)
+
+
 @terminates_like_ctrl_c
 def main(argv: Sequence[str] | None = None) -> int:
+    warnings.showwarning = show_warning
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(arguments)
     try:

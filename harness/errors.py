@@ -3,6 +3,7 @@
 import errno
 import tempfile
 import traceback
+import warnings
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -12,6 +13,15 @@ class IcebenchError(Exception):
     """Bad input or an impossible request; the CLI prints it as one line and exits 2."""
 
     exit_code = 2
+
+
+class IcebenchWarning(UserWarning):
+    """Something the user should know that stops nothing; the CLI prints it as `icebench: warning: ...`."""
+
+
+def warn(message: str) -> None:
+    """Only the CLI prints: the layers below hand it their warnings this way."""
+    warnings.warn(message, IcebenchWarning, stacklevel=2)
 
 
 class SourceError(IcebenchError):

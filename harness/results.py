@@ -6,7 +6,6 @@ import json
 import os
 import platform
 import secrets
-import sys
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import TypeVar
 import psutil
 from pydantic import BaseModel, ValidationError
 
-from harness.errors import IcebenchError, first_error
+from harness.errors import IcebenchError, first_error, warn
 from harness.model import RunRecord
 from harness.redaction import redact
 
@@ -152,7 +151,7 @@ def _read_lines(path: Path, model: type[Line]) -> list[Line]:
                 parsed.append(model.model_validate_json(line))
             except ValidationError as exc:
                 if torn and number == len(lines):
-                    print(f"icebench: warning: {path} line {number} was cut short; skipped", file=sys.stderr)
+                    warn(f"{path} line {number} was cut short; skipped")
                     break
                 raise IcebenchError(
                     f"results file {path} is corrupt: line {number}: {first_error(exc)}"

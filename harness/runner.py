@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +17,7 @@ import pyarrow as pa
 from harness.caps import CgroupCap, format_size, make_cap, resolve_isolation
 from harness.container import launch_container
 from harness.envs import Variant, library_env
-from harness.errors import IcebenchError, one_line
+from harness.errors import IcebenchError, one_line, warn
 from harness.growth import late_early_ratio
 from harness.launcher import Launch, RunningWorkers, WorkerHandle, launch_worker
 from harness.leftovers import SCRATCH_FOLDER
@@ -208,7 +207,7 @@ class Runner:
                 self.stack.release(run_catalog, keep=keep)
         except Exception as exc:
             left = f"could not remove what run {run_catalog.namespace} left in {run_catalog.work}"
-            print(f"icebench: warning: {left}: {one_line(exc)}", file=sys.stderr)
+            warn(f"{left}: {one_line(exc)}")
 
     def _settle(
         self, record: RunRecord, scenario: Scenario, plan: RunPlan, workers: list[WorkerRun]

@@ -19,10 +19,13 @@ from generators.wide import generate_base
 from harness.errors import SourceError
 from scenarios.base import DataSet, DataSets
 
+# Base-like sets of their own seed whose keys follow each other's: base 0..rows-1, replacement
+# rows..2*rows-1, `disjoint-N` N*rows..; the change set's new keys start at rows, so from
+# disjoint-2 on a set's keys are apart from every other set's (a scenario just names one).
+DISJOINT_SETS = {"base": 0, "replacement": 1} | {f"disjoint-{n}": n for n in range(2, 4)}
 # name -> sets it is derived from; generated in this order.
 SET_DEPENDENCIES: dict[str, tuple[str, ...]] = {
-    "base": (),
-    "replacement": (),
+    **dict.fromkeys(DISJOINT_SETS, ()),
     "changes": ("base",),
     "changes-evolved": ("base",),
     # The base set with its middle file broken (generators/faults.py), for the bad-source scenarios.
@@ -81,18 +84,18 @@ class DataCache:
         if name.startswith("base-"):
             damaged_copy(sets["base"].directory, staging, cast(Damage, name.removeprefix("base-")))
             return
-        rows = preset.rows if name in ("base", "replacement") else self._change_rows(preset)
+        rows = preset.rows if name in DISJOINT_SETS else self._change_rows(preset)
         advance = progress(f"generate {preset.name}/{name}", rows) if progress else None
-        if name in ("base", "replacement"):
-            # The replacement has disjoint keys and other values: every replaced row must disappear.
-            second = int(name == "replacement")
+        if name in DISJOINT_SETS:
+            # Disjoint keys and other values: e.g. every row a replace removed must disappear.
+            index = DISJOINT_SETS[name]
             generate_base(
                 staging,
                 rows=preset.rows,
                 columns=preset.columns,
                 files=preset.files,
-                seed=self.seed + second,
-                first_key=preset.rows * second,
+                seed=self.seed + index + (index >= 2),  # seed + 2 is the change set's
+                first_key=preset.rows * index,
                 progress=advance,
             )
         else:

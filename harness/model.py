@@ -6,12 +6,14 @@ results line is made of live here, below everything else (tests/test_layers.py h
 
 from __future__ import annotations
 
+import signal
 import time
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 Status = Literal["ok", "oom", "error", "unsupported"]
 ErrorKind = Literal["bad_input", "memory", "write"]
@@ -19,6 +21,9 @@ ErrorKind = Literal["bad_input", "memory", "write"]
 # entering the first catalog commit, or once the commit that completes the operation returned.
 KillPoint = Literal["data-files", "before-commit", "after-commit"]
 KeyRanges = list[tuple[int, int]]
+# A SIGKILLed process as its parent sees it: a process of ours (negative signal), or as a shell or a
+# container reports it (128 + the signal).
+SIGKILL_EXIT_CODES = (-signal.SIGKILL, 128 + signal.SIGKILL)
 
 
 class Operation(StrEnum):
@@ -136,11 +141,21 @@ class KillNote(WorkerResult):
         )
 
 
-class WorkerOutcome(BaseModel):
-    """One of the workers of a concurrent run, each under its own cap, with its own figures."""
+class Feed(BaseModel):
+    """One worker of a run: the data set it is fed and the operation it performs with it."""
 
-    name: str  # a, b, ...
-    source_set: str  # the generated set it appended
+    name: str  # "" for a run's only worker; a, b, ... for a concurrent scenario's
+    source_set: str
+    operation: Operation
+
+
+class WorkerOutcome(BaseModel):
+    """What came of one worker, under its own cap, with its own figures. A run's only worker's
+    become the record's; a concurrent run lists each (RunRecord.workers) and records their whole."""
+
+    name: str  # a, b, ... ("" for a run's only worker)
+    source_set: str  # the generated set it was fed
+    operation: Operation | None = None  # None: written before workers said what they did
     rows: int
     status: Status
     error: str | None = None
@@ -148,11 +163,28 @@ class WorkerOutcome(BaseModel):
     write_s: float | None = None
     peak_memory_bytes: int | None = None
     peak_rss_bytes: int | None = None
+    cache_at_peak_bytes: int | None = None
     oom_kills: int = 0
+    cap_bytes: int | None = None  # the cap the kernel held
+    batches: int | None = None
+    late_early_ratio: float | None = None
     step_latencies_s: list[float] = []
     commit_latencies_s: list[float] = []
     commit_retries: int | None = None  # pyiceberg's retries after commit conflicts (None: not counted)
+    versions: dict[str, str] = {}
     worker_log: str | None = None
+    memory_timeline: list[tuple[float, int, int]] = Field(default=[], exclude=True)  # on the record only
+
+
+@dataclass(frozen=True)
+class WorkerEnd:
+    """One worker as the runner left it for the scenario to judge: what it was asked, what it
+    reported (a fault scenario's note, if the scenario found one) and how it was classified."""
+
+    feed: Feed
+    outcome: WorkerOutcome
+    result: WorkerResult | None = None
+    started: bool = True  # it got as far as its first write (its started marker exists)
 
 
 class RunRecord(BaseModel):

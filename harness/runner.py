@@ -1,36 +1,28 @@
-"""One run: set the table up, run the writer in a capped worker, let the oracle judge, record it all."""
+"""One run: prepare the table, launch the scenario's workers under their caps, classify what came
+of each, let the oracle judge the table, and build the record once.
+
+The runner knows no scenario family: what a crash or a race asks of its workers, expects of the
+table and checks, the scenario says through its hooks (scenarios/base.py).
+"""
 
 from __future__ import annotations
 
 import shutil
-import signal
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from string import ascii_lowercase
-from typing import TypeVar
-
-import pyarrow as pa
+from typing import Any, TypeVar
 
 from harness.caps import CgroupCap, format_size, make_cap, resolve_isolation
+from harness.classify import classify
 from harness.container import launch_container
 from harness.envs import Variant, library_env
 from harness.errors import IcebenchError, one_line, warn
-from harness.growth import late_early_ratio
 from harness.launcher import Launch, RunningWorkers, WorkerHandle, launch_worker
 from harness.leftovers import SCRATCH_FOLDER
-from harness.model import (
-    Expectation,
-    KillNote,
-    Rendezvous,
-    RunRecord,
-    Status,
-    WorkerOutcome,
-    WorkerResult,
-    WorkerSpec,
-)
+from harness.model import Feed, RunRecord, Verdict, WorkerEnd, WorkerOutcome, WorkerResult, WorkerSpec
 from harness.own_memory import measure_peak_rss
 from harness.profiling import render_flamegraph, worker_arguments
 from harness.results import ResultsStore, now_iso
@@ -38,33 +30,26 @@ from harness.settings import Settings
 from harness.signals import signals_held
 from harness.spark import spark_supports
 from harness.stacks import RunCatalog, Stack, close_catalog
-from harness.worker import EXIT_AS_SIGKILLED
 from harness.writers import Writer, get_writer
 from scenarios import get_scenario
 from scenarios.base import DataSets, Scenario
-from scenarios.oracle import (
-    ConcurrencyReport,
-    FailedWorker,
-    KillReport,
-    TableState,
-    capture_state,
-    judge,
-    unreadable_verdict,
-)
+from scenarios.oracle import TableState, capture_state, judge, unreadable_verdict
 
 Report = TypeVar("Report", bound=WorkerResult)
-# How a SIGKILL shows in the exit code: a process of ours (negative signal), a container (128 + it).
-SIGKILL_EXIT_CODES = (-signal.SIGKILL, EXIT_AS_SIGKILLED)
-# What a concurrent run's worker reports just as a run's only worker would (the rest is its own).
-SHARED_FIELDS = set(WorkerOutcome.model_fields) & set(RunRecord.model_fields) - {"rows"}
+# What one worker's figures say about the whole run when it is the run's only worker.
+WORKER_FIGURES = set(WorkerOutcome.model_fields) & set(RunRecord.model_fields) - {
+    "rows",  # the record's: the source's rows, a prefix on a scale point
+    "operation",  # the scenario's
+    "error",  # run_error()
+    "memory_timeline",  # not dumped (exclude=True): copied as is
+}
 
 
 @dataclass
 class WorkerRun:
-    """One worker of a run: its spec, the folder its files go to, and what came of it."""
+    """One worker of a run: what it is fed, its spec, the folder its files go to, how it ended."""
 
-    name: str  # "" for a run's only worker; a, b, ... for a concurrent scenario's
-    source_set: str
+    feed: Feed
     spec: WorkerSpec
     folder: Path
     launched: Launch | None = None
@@ -73,15 +58,6 @@ class WorkerRun:
     @property
     def log(self) -> Path:
         return self.folder / "worker.log"
-
-
-@dataclass(frozen=True)
-class Expected:
-    """What the oracle holds the table to: content, schema, and whether one commit was promised."""
-
-    content: Expectation
-    schema: pa.Schema
-    single_commit: bool
 
 
 @dataclass(frozen=True)
@@ -96,8 +72,22 @@ class RunPlan:
     repeat: int = 0  # which repetition of the same pair (matrix --repeat)
 
 
+@dataclass(frozen=True)
+class Judgement:
+    """The oracle's verdict on the table, the figures it read, and what judging cost."""
+
+    verdict: Verdict
+    metrics: dict[str, Any]
+    verify_s: float
+    verify_peak_rss_bytes: int | None
+
+
 class WorkerCouldNotStart(IcebenchError):
     pass
+
+
+class RunFailed(Exception):
+    """This run cannot go on (its set-up failed): its recorded error; the matrix goes on."""
 
 
 class Runner:
@@ -120,46 +110,72 @@ class Runner:
     def run(self, plan: RunPlan) -> RunRecord:
         scenario = get_scenario(plan.scenario)()
         writer = get_writer(plan.writer)
-        record = self._new_record(plan, scenario, writer)
+        identity = self._identity(plan, scenario, writer)
         if reason := scenario.unsupported_reason(writer):
-            record.error = reason  # stays unsupported
-            return self._finish(record)
-
+            return self._finish(RunRecord(**identity, status="unsupported", error=reason))
         try:
             number, work = self.store.new_work_folder(f"{plan.scenario}-{plan.writer}")
             run_catalog = self.stack.catalog_for_run(work, f"{self.store.run_id}_{number:03d}")
         except OSError as exc:  # a full or unwritable results folder: this run's error, not the matrix's
-            record.status, record.error = "error", f"run set-up failed: {one_line(exc)}"
-            return self._finish(record)
-        reason = writer.supports_catalog(run_catalog.properties)
-        if reason:
+            return self._finish(
+                RunRecord(**identity, status="error", error=f"run set-up failed: {one_line(exc)}")
+            )
+        if reason := writer.supports_catalog(run_catalog.properties):
             self._release(run_catalog, keep=False)
-            record.error = f"{plan.writer} does not support this catalog: {reason}"  # stays unsupported
-            return self._finish(record)
-        identifier = scenario.table_identifier(run_catalog.namespace)
-        workers: list[WorkerRun] = []
+            error = f"{plan.writer} does not support this catalog: {reason}"
+            return self._finish(RunRecord(**identity, status="unsupported", error=error))
+        ends: list[WorkerEnd] = []
         try:
-            before = self._set_up_table(record, scenario, run_catalog, plan.sets)
-            if before is not None:
-                workers = self._workers(plan, scenario, run_catalog.properties, identifier, work)
-                self._launch_all(workers, plan.cap_bytes)
-                self._settle_and_judge(record, scenario, writer, plan, workers, run_catalog, before)
+            before = self._prepare(scenario, run_catalog, plan.sets)
+            workers = self._workers(plan, scenario, run_catalog, work)
+            self._launch_all(workers, plan.cap_bytes)
+            ends = [self._end(scenario, writer, plan, worker) for worker in workers]
+            self._check_started(ends, plan.cap_bytes)
+            judgement = self._judge(scenario, writer, plan, ends, run_catalog, before)
+            record = build_record(identity, ends, judgement)
+            if self.settings.profile == "memray" and (flamegraph := render_flamegraph(work)):
+                record.profile_flamegraph = str(flamegraph)
+        except RunFailed as failed:
+            record = RunRecord(**identity, status="error", error=str(failed))
         except OSError as exc:  # the harness's own files (spec, result) on a full or broken disk
-            record.status, record.error = "error", f"the harness could not run the worker: {one_line(exc)}"
+            error = f"the harness could not run the worker: {one_line(exc)}"
+            record = RunRecord(**identity, status="error", error=error)
         finally:
             self._release(run_catalog, keep=self.settings.keep_warehouse)
         self._finish(record)
-        results = [w.result for w in workers]
-        bad_input = next((r for r in results if r is not None and r.error_kind == "bad_input"), None)
+        bad_input = next(
+            (end.result for end in ends if end.result and end.result.error_kind == "bad_input"), None
+        )
         if bad_input is not None and not scenario.expects_bad_input:
             raise IcebenchError(bad_input.error or "bad input")
         return record
 
-    def _set_up_table(
-        self, record: RunRecord, scenario: Scenario, run_catalog: RunCatalog, sets: DataSets
-    ) -> TableState | None:
-        """The table as the scenario prepares it, before any worker; None when that failed (a
-        catalog out of reach, a full disk): the run's recorded error, and the matrix goes on."""
+    def _identity(self, plan: RunPlan, scenario: Scenario, writer: type[Writer]) -> dict[str, Any]:
+        """The record's fields known before anything runs."""
+        source = plan.sets[scenario.source_set].manifest
+        return {
+            "run_id": self.store.run_id,
+            "scenario": plan.scenario,
+            "writer": plan.writer,
+            "preset": plan.preset,
+            "repeat": plan.repeat,
+            "stack": self.stack.name,
+            "operation": scenario.operation,
+            "rows": min(source.rows, plan.limit_rows or source.rows),
+            "limit_rows": plan.limit_rows,
+            "columns": len(source.schema_fields),
+            "batch_rows": plan.batch_rows,
+            "cap_bytes": plan.cap_bytes,
+            "isolation": self.isolation if plan.cap_bytes else "none",
+            "versions": writer.versions(),
+            "verified_with": self.settings.verify_with,
+            "variant": self.variant.label if self.variant else None,
+            "started_at": now_iso(),
+        }
+
+    def _prepare(self, scenario: Scenario, run_catalog: RunCatalog, sets: DataSets) -> TableState:
+        """The table as the scenario prepares it, before any worker. A failure (a catalog out of
+        reach, a full disk) is the run's recorded error, and the matrix goes on."""
         try:
             catalog = run_catalog.open()
             try:
@@ -169,92 +185,33 @@ class Runner:
         except IcebenchError:  # bad input: one line for the whole command
             raise
         except Exception as exc:
-            record.status, record.error = "error", f"table set-up failed: {one_line(exc)}"
-            return None
-
-    def _settle_and_judge(
-        self,
-        record: RunRecord,
-        scenario: Scenario,
-        writer: type[Writer],
-        plan: RunPlan,
-        workers: list[WorkerRun],
-        run_catalog: RunCatalog,
-        before: TableState,
-    ) -> None:
-        expected, kill, concurrency = self._settle(record, scenario, plan, workers)
-        if self.settings.profile == "memray" and (flamegraph := render_flamegraph(workers[0].folder)):
-            record.profile_flamegraph = str(flamegraph)
-        if record.status == "oom" and not all(w.spec.started_marker.exists() for w in workers):
-            raise WorkerCouldNotStart(
-                f"memory cap {format_size(plan.cap_bytes)} is too small for the worker to start "
-                f"(it died before its first write; see {workers[0].log})"
-            )
-        self._judge(
-            record,
-            run_catalog,
-            scenario.table_identifier(run_catalog.namespace),
-            Expected(expected, scenario.expected_schema(plan.sets), writer.single_commit),
-            before,
-            kill,
-            concurrency,
-        )
-
-    def _release(self, run_catalog: RunCatalog, keep: bool) -> None:
-        """The run's tables and files removed; a failure to is said, never lost, never fatal."""
-        try:
-            with signals_held():  # a second Ctrl-C must not leave the namespace behind
-                self.stack.release(run_catalog, keep=keep)
-        except Exception as exc:
-            left = f"could not remove what run {run_catalog.namespace} left in {run_catalog.work}"
-            warn(f"{left}: {one_line(exc)}")
-
-    def _settle(
-        self, record: RunRecord, scenario: Scenario, plan: RunPlan, workers: list[WorkerRun]
-    ) -> tuple[Expectation, KillReport | None, ConcurrencyReport | None]:
-        """The record's figures from its worker(s); what the oracle must expect and check."""
-        if len(workers) > 1:
-            concurrency = self._apply_concurrent(record, workers, plan.sets)
-            landed = [outcome.source_set for outcome in record.workers if outcome.status == "ok"]
-            return scenario.expected_landed(plan.sets, landed), None, concurrency
-        (worker,) = workers
-        assert worker.launched is not None, "launched or raised"
-        note = read_kill_note(worker.spec, worker.launched)
-        self._apply(record, worker.launched, worker.result or note, worker.log)
-        return self._expected(record, scenario, plan, note), _kill_report(scenario, worker.result, note), None
+            raise RunFailed(f"table set-up failed: {one_line(exc)}") from exc
 
     def _workers(
-        self, plan: RunPlan, scenario: Scenario, catalog: dict[str, str], identifier: str, work: Path
+        self, plan: RunPlan, scenario: Scenario, run_catalog: RunCatalog, work: Path
     ) -> list[WorkerRun]:
-        """One worker fed the scenario's source; a concurrent scenario's, one per set, each with a
-        folder of its own, meeting at one rendezvous."""
-        sets = scenario.worker_sets or (scenario.source_set,)
-        concurrent = len(sets) > 1
+        """A worker per feed of the scenario; several get a folder each."""
+        feeds = scenario.feeds()
         workers = []
-        for index, set_name in enumerate(sets):
-            name = ascii_lowercase[index] if concurrent else ""
-            folder = work / f"worker-{name}" if concurrent else work
+        for feed in feeds:
+            folder = work / f"worker-{feed.name}" if len(feeds) > 1 else work
             folder.mkdir(exist_ok=True)
             spec = WorkerSpec(
-                catalog=catalog,
-                table=identifier,
+                catalog=run_catalog.properties,
+                table=scenario.table_identifier(run_catalog.namespace),
                 writer=plan.writer,
-                operation=scenario.operation,
+                operation=feed.operation,
                 key_columns=list(scenario.key_columns),
-                source_dir=plan.sets[set_name].directory,
+                source_dir=plan.sets[feed.source_set].directory,
                 batch_rows=plan.batch_rows,
                 limit_rows=plan.limit_rows,
                 cap_bytes=plan.cap_bytes,
                 spark_master=self.settings.spark_master,
                 started_marker=folder / "worker.started",
                 result_path=folder / "worker-result.json",
-                kill_at=scenario.kill_point,
-                kill_note_path=folder / "kill-note.json" if scenario.kill_point else None,
-                rendezvous=Rendezvous(directory=work / "rendezvous", name=name, parties=len(sets))
-                if concurrent
-                else None,
+                **scenario.spec_fields(feed, folder, work),
             )
-            workers.append(WorkerRun(name, set_name, spec, folder))
+            workers.append(WorkerRun(feed, spec, folder))
         return workers
 
     def _launch_all(self, workers: list[WorkerRun], cap_bytes: int | None) -> None:
@@ -271,123 +228,6 @@ class Runner:
             except BaseException:  # Ctrl-C or a failure of ours: no worker outlives the run
                 running.kill_all()
                 raise
-
-    def _apply_concurrent(
-        self, record: RunRecord, workers: list[WorkerRun], sets: DataSets
-    ) -> ConcurrencyReport:
-        """Each worker's figures on its own, and the run's: its slowest wall time, its hungriest
-        worker's memory, every failure."""
-        parts = []
-        for worker in workers:
-            assert worker.launched is not None, "launched or raised"
-            part = record.model_copy(deep=True)
-            self._apply(part, worker.launched, worker.result, worker.log)
-            parts.append(part)
-            record.workers.append(
-                WorkerOutcome(
-                    name=worker.name,
-                    source_set=worker.source_set,
-                    rows=sets[worker.source_set].manifest.rows,
-                    commit_retries=worker.result.commit_retries if worker.result else None,
-                    **part.model_dump(include=SHARED_FIELDS),
-                )
-            )
-        hungriest = max(parts, key=lambda part: part.peak_memory_bytes or 0)
-        record.wall_s = max(part.wall_s or 0 for part in parts)
-        record.write_s = max((part.write_s for part in parts if part.write_s is not None), default=None)
-        record.cap_bytes = hungriest.cap_bytes
-        record.peak_memory_bytes = hungriest.peak_memory_bytes
-        record.peak_rss_bytes = hungriest.peak_rss_bytes
-        record.cache_at_peak_bytes = hungriest.cache_at_peak_bytes
-        record.memory_timeline = hungriest.memory_timeline
-        record.oom_kills = sum(part.oom_kills for part in parts)
-        if all(part.batches is not None for part in parts):
-            record.batches = sum(part.batches or 0 for part in parts)
-        record.versions = parts[0].versions
-        record.worker_log = str(workers[0].folder.parent)
-        failed = [outcome for outcome in record.workers if outcome.status != "ok"]
-        record.status = "oom" if any(o.status == "oom" for o in failed) else "error" if failed else "ok"
-        record.error = "; ".join(f"worker {o.name} ({o.source_set}): {o.error}" for o in failed) or None
-        return ConcurrencyReport(
-            workers=len(workers),
-            failed=tuple(
-                FailedWorker(
-                    o.name, o.source_set, o.error or o.status, sets[o.source_set].manifest.key_ranges
-                )
-                for o in failed
-            ),
-        )
-
-    def _new_record(self, plan: RunPlan, scenario: Scenario, writer: type[Writer]) -> RunRecord:
-        source = plan.sets[scenario.source_set].manifest
-        return RunRecord(
-            run_id=self.store.run_id,
-            scenario=plan.scenario,
-            writer=plan.writer,
-            preset=plan.preset,
-            repeat=plan.repeat,
-            stack=self.stack.name,
-            operation=scenario.operation,
-            status="unsupported",
-            rows=min(source.rows, plan.limit_rows or source.rows),
-            limit_rows=plan.limit_rows,
-            columns=len(source.schema_fields),
-            batch_rows=plan.batch_rows,
-            cap_bytes=plan.cap_bytes,
-            isolation=self.isolation if plan.cap_bytes else "none",
-            versions=writer.versions(),
-            verified_with=self.settings.verify_with,
-            variant=self.variant.label if self.variant else None,
-            started_at=now_iso(),
-        )
-
-    @staticmethod
-    def _expected(record: RunRecord, scenario: Scenario, plan: RunPlan, note: KillNote | None) -> Expectation:
-        """The promised table after success; the untouched one after a failure; after a kill, the
-        table as the writer's last commit left it (it cannot have committed rows it was not fed)."""
-        if note is not None:
-            return scenario.expected_after(plan.sets, note.rows_committed)
-        if record.status == "ok":
-            return scenario.expected_after(plan.sets, plan.limit_rows)
-        return scenario.expected_before(plan.sets)
-
-    def _judge(
-        self,
-        record: RunRecord,
-        run_catalog: RunCatalog,
-        identifier: str,
-        expected: Expected,
-        before: TableState,
-        kill: KillReport | None,
-        concurrency: ConcurrencyReport | None = None,
-    ) -> None:
-        """The oracle's verdict, its time and the harness's resident peak meanwhile."""
-        start = time.perf_counter()
-        catalog = run_catalog.open()
-        try:
-            with measure_peak_rss() as peak:
-                table = catalog.load_table(identifier)
-                record.verdict, metrics = judge(
-                    table,
-                    expected=expected.content,
-                    expected_schema=expected.schema,
-                    error=record.error,
-                    before=before,
-                    single_commit=expected.single_commit,
-                    verify_with=self.settings.verify_with,
-                    spark_master=self.settings.spark_master,
-                    kill=kill,
-                    concurrency=concurrency,
-                )
-        except Exception as exc:  # what a writer left may break the reader too: a verdict, not a crash
-            record.verdict = unreadable_verdict(record.error, one_line(exc))
-            metrics = {}
-        finally:
-            close_catalog(catalog)
-            record.verify_s = round(time.perf_counter() - start, 3)
-        record.verify_peak_rss_bytes = peak.bytes
-        for name, value in metrics.items():
-            setattr(record, name, value)
 
     def _launch(
         self, worker: WorkerRun, cap_bytes: int | None, on_start: Callable[[WorkerHandle], None] | None = None
@@ -423,50 +263,131 @@ class Runner:
                 shutil.rmtree(scratch, ignore_errors=True)
         worker.result = read_report(spec.result_path, WorkerResult)
 
-    def _apply(self, record: RunRecord, launched: Launch, result: WorkerResult | None, log: Path) -> None:
-        record.cap_bytes = launched.enforced_cap_bytes
-        record.wall_s = round(launched.wall_s, 4)
-        record.peak_memory_bytes = launched.peak_memory_bytes
-        record.memory_timeline = launched.timeline
-        record.cache_at_peak_bytes = launched.cache_at_peak_bytes
-        record.oom_kills = launched.oom_kills
-        record.worker_log = str(log)
-        record.peak_rss_bytes = max((sample[2] for sample in launched.timeline), default=None)
-        if result is not None:
-            record.error = result.error
-            record.write_s = result.write_s
-            record.step_latencies_s = result.step_latencies_s
-            record.commit_latencies_s = result.commit_latencies_s
-            if get_writer(record.writer).consumes_batches:
-                record.batches = result.batches
-                record.late_early_ratio = late_early_ratio(result.step_latencies_s)
-            record.versions = result.versions
-            # VmHWM misses children (a JVM); the sampled tree rss misses short spikes: keep the larger.
-            record.peak_rss_bytes = max(result.peak_rss_bytes or 0, record.peak_rss_bytes or 0) or None
-        record.status, record.error = self._status(record, launched, result, log)
+    def _end(self, scenario: Scenario, writer: type[Writer], plan: RunPlan, worker: WorkerRun) -> WorkerEnd:
+        """What came of one worker: its report, or what its scenario finds it left when it died."""
+        launched = worker.launched
+        assert launched is not None, "launched or raised"
+        result = worker.result or scenario.report_of_death(
+            worker.spec, launched.returncode, launched.oom_kills
+        )
+        fed = plan.sets[worker.feed.source_set].manifest.rows
+        outcome = classify(
+            worker.feed,
+            min(fed, plan.limit_rows or fed),
+            launched,
+            result,
+            worker.log,
+            isolation=self.isolation if plan.cap_bytes else "none",
+            timeout_s=self.settings.worker_timeout_s,
+            consumes_batches=writer.consumes_batches,
+        )
+        return WorkerEnd(worker.feed, outcome, result, started=worker.spec.started_marker.exists())
 
-    def _status(
-        self, record: RunRecord, launched: Launch, result: WorkerResult | None, log: Path
-    ) -> tuple[Status, str | None]:
-        """The exit code alone is never trusted: the kernel's OOM counter and the worker's report decide."""
-        cap = format_size(record.cap_bytes)
-        if launched.oom_kills:
-            return "oom", f"OOM-killed by the kernel at a {cap} cap (oom_kill count {launched.oom_kills})"
-        if isinstance(result, KillNote):  # only ever passed on when the exit code shows the SIGKILL
-            return "error", result.describe()
-        if result is not None:
-            if result.error_kind == "memory":  # RLIMIT_AS: the cap shows up as a failed allocation
-                return "oom", f"allocation failed under a {cap} {record.isolation} cap: {result.error}"
-            return result.status, result.error or result.kill_missed
-        if launched.timed_out:
-            return "error", f"worker timed out after {self.settings.worker_timeout_s:g} s"
-        if record.isolation == "rlimit" and _mentions_memory_error(launched):
-            return "oom", f"allocation failed under a {cap} rlimit cap before the worker could report"
-        return "error", _death_notice(launched, log)
+    @staticmethod
+    def _check_started(ends: list[WorkerEnd], cap_bytes: int | None) -> None:
+        if any(end.outcome.status == "oom" for end in ends) and not all(end.started for end in ends):
+            raise WorkerCouldNotStart(
+                f"memory cap {format_size(cap_bytes)} is too small for the worker to start "
+                f"(it died before its first write; see {ends[0].outcome.worker_log})"
+            )
+
+    def _judge(
+        self,
+        scenario: Scenario,
+        writer: type[Writer],
+        plan: RunPlan,
+        ends: list[WorkerEnd],
+        run_catalog: RunCatalog,
+        before: TableState,
+    ) -> Judgement:
+        """The oracle's verdict, its time and the harness's resident peak meanwhile."""
+        error = run_error(ends)
+        start = time.perf_counter()
+        catalog = run_catalog.open()
+        metrics: dict[str, Any] = {}
+        try:
+            with measure_peak_rss() as peak:
+                table = catalog.load_table(scenario.table_identifier(run_catalog.namespace))
+                verdict, metrics = judge(
+                    table,
+                    expected=scenario.expectation(plan.sets, ends, plan.limit_rows),
+                    expected_schema=scenario.expected_schema(plan.sets),
+                    error=error,
+                    before=before,
+                    single_commit=writer.single_commit,
+                    verify_with=self.settings.verify_with,
+                    spark_master=self.settings.spark_master,
+                    outcome_checks=lambda evidence: scenario.outcome_checks(evidence, ends, plan.sets),
+                )
+        except Exception as exc:  # what a writer left may break the reader too: a verdict, not a crash
+            verdict = unreadable_verdict(error, one_line(exc))
+        finally:
+            close_catalog(catalog)
+        return Judgement(verdict, metrics, round(time.perf_counter() - start, 3), peak.bytes)
+
+    def _release(self, run_catalog: RunCatalog, keep: bool) -> None:
+        """The run's tables and files removed; a failure to is said, never lost, never fatal."""
+        try:
+            with signals_held():  # a second Ctrl-C must not leave the namespace behind
+                self.stack.release(run_catalog, keep=keep)
+        except Exception as exc:
+            left = f"what run {run_catalog.namespace} left in {run_catalog.work}"
+            warn(f"could not remove {left}: {one_line(exc)}")
 
     def _finish(self, record: RunRecord) -> RunRecord:
         self.store.append(record)
         return record
+
+
+def run_error(ends: list[WorkerEnd]) -> str | None:
+    """The run's error: its only worker's, or each failed one's, named."""
+    if len(ends) == 1:
+        return ends[0].outcome.error  # also a kill point the write never reached
+    failed = [end.outcome for end in ends if end.outcome.status != "ok"]
+    return "; ".join(f"worker {o.name} ({o.source_set}): {o.error}" for o in failed) or None
+
+
+def build_record(identity: dict[str, Any], ends: list[WorkerEnd], judgement: Judgement) -> RunRecord:
+    """The run's record, once: its identity, its workers' figures, the oracle's findings."""
+    outcomes = [end.outcome for end in ends]
+    figures = worker_figures(outcomes[0]) if len(outcomes) == 1 else combined_figures(outcomes)
+    if not figures.get("versions"):  # no worker reported: the versions this process would run
+        figures.pop("versions", None)
+    known = {name: value for name, value in judgement.metrics.items() if name in RunRecord.model_fields}
+    return RunRecord(
+        **{**identity, **figures, **known, "error": run_error(ends)},
+        verdict=judgement.verdict,
+        verify_s=judgement.verify_s,
+        verify_peak_rss_bytes=judgement.verify_peak_rss_bytes,
+        workers=outcomes if len(outcomes) > 1 else [],
+    )
+
+
+def worker_figures(outcome: WorkerOutcome) -> dict[str, Any]:
+    return {**outcome.model_dump(include=WORKER_FIGURES), "memory_timeline": outcome.memory_timeline}
+
+
+def combined_figures(outcomes: list[WorkerOutcome]) -> dict[str, Any]:
+    """A concurrent run as a whole: its slowest wall time, its hungriest worker's memory, every
+    failure (an OOM first)."""
+    hungriest = max(outcomes, key=lambda outcome: outcome.peak_memory_bytes or 0)
+    failed = [outcome for outcome in outcomes if outcome.status != "ok"]
+    return {
+        "status": "oom" if any(o.status == "oom" for o in failed) else "error" if failed else "ok",
+        "wall_s": max(outcome.wall_s or 0 for outcome in outcomes),
+        "write_s": max((o.write_s for o in outcomes if o.write_s is not None), default=None),
+        "cap_bytes": hungriest.cap_bytes,
+        "peak_memory_bytes": hungriest.peak_memory_bytes,
+        "peak_rss_bytes": hungriest.peak_rss_bytes,
+        "cache_at_peak_bytes": hungriest.cache_at_peak_bytes,
+        "memory_timeline": hungriest.memory_timeline,
+        "oom_kills": sum(outcome.oom_kills for outcome in outcomes),
+        "batches": None
+        if any(o.batches is None for o in outcomes)
+        else sum(o.batches or 0 for o in outcomes),
+        "versions": outcomes[0].versions,
+        "worker_log": str(Path(outcomes[0].worker_log or "").parent.parent),  # the run's folder
+    }
 
 
 def read_report(path: Path, model: type[Report]) -> Report | None:
@@ -476,39 +397,3 @@ def read_report(path: Path, model: type[Report]) -> Report | None:
         return model.model_validate_json(path.read_bytes())
     except (OSError, ValueError):
         return None
-
-
-def read_kill_note(spec: WorkerSpec, launched: Launch) -> KillNote | None:
-    """The note of a worker that died by the kill it was asked to give itself: the note says what
-    had landed, the exit code proves the kill (a note without it is not taken on its word)."""
-    path = spec.kill_note_path
-    killed = launched.returncode in SIGKILL_EXIT_CODES and not launched.oom_kills
-    if path is None or not killed:
-        return None
-    return read_report(path, KillNote)
-
-
-def _kill_report(scenario: Scenario, result: WorkerResult | None, note: KillNote | None) -> KillReport | None:
-    """For the oracle: the kill as asked, or the point never reached; None for other failures
-    (an error or an OOM before the point), which are judged like any failed write."""
-    if note is not None:
-        return KillReport(note.point, True, note.describe(), note.committed_snapshot_id)
-    if scenario.kill_point is not None and result is not None and result.kill_missed:
-        return KillReport(scenario.kill_point, False, result.kill_missed)
-    return None
-
-
-def _death_notice(launched: Launch, log: Path) -> str:
-    """A worker that died without its report: the last error it printed (kept in memory, so a log
-    that could not be written loses nothing) and where its log is, or why there is none."""
-    output = launched.output
-    said = output.reason() if output else None
-    notice = f"worker died with exit code {launched.returncode}" + (f": {said}" if said else "")
-    if output is not None and output.log_error:
-        return f"{notice} (its log {log} could not be written: {output.log_error})"
-    return f"{notice}; see {log}"
-
-
-def _mentions_memory_error(launched: Launch) -> bool:
-    lines = launched.output.lines if launched.output else []
-    return any("MemoryError" in line or "bad_alloc" in line for line in lines)

@@ -24,13 +24,13 @@ from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.table import Table
 
 from harness.errors import SourceError, one_line
-from harness.model import ErrorKind, KillNote, KillPoint, WorkerResult, WorkerSpec
+from harness.model import SIGKILL_EXIT_CODES, ErrorKind, KillNote, KillPoint, WorkerResult, WorkerSpec
 from harness.orphan_guard import die_with_parent_if_asked
 from harness.source import ParquetSource
 from harness.spark import DEFAULT_MASTER
 from harness.writers import StepTimer, WriteJob, get_writer
 
-EXIT_AS_SIGKILLED = 128 + signal.SIGKILL  # what a shell or a container reports for a SIGKILLed process
+EXIT_AS_SIGKILLED = SIGKILL_EXIT_CODES[1]  # what a shell or a container reports for a SIGKILLed process
 
 
 class CommitRetries(logging.Handler):

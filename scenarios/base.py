@@ -1,4 +1,10 @@
-"""What a scenario is: a starting table, one operation fed by one data set, and the table expected after."""
+"""What a scenario is: a starting table, the workers that write to it, and the table expected after.
+
+A scenario family (the crash-* faults, the concurrent races) carries its own protocol through the
+hooks of `Scenario`: what its workers are asked (`feeds`, `spec_fields`), what a dead worker left
+to say (`report_of_death`), what the table must hold after what came of them (`expectation`), and
+the checks only it can make (`outcome_checks`). The runner knows no family.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,7 @@ import shutil
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -18,9 +24,10 @@ from pyiceberg.types import StringType
 from generators.checksum import Checksum
 from generators.manifest import DatasetManifest
 from generators.schema import EVOLVED_COLUMN, KEY_COLUMN
-from harness.model import Expectation, KillPoint, Operation
+from harness.model import Check, Expectation, Feed, Operation, WorkerEnd, WorkerResult, WorkerSpec
 from harness.source import ParquetSource
 from harness.writers.base import Writer
+from scenarios.oracle import Evidence, operation_checks
 
 
 @dataclass(frozen=True)
@@ -78,23 +85,42 @@ class Scenario(ABC):
     accepts_row_limit: ClassVar[bool] = False
     # In the matrix when no scenarios are named (`make bench`, the CI gate).
     in_default_matrix: ClassVar[bool] = True
-    # Fault scenarios: where the worker is SIGKILLed (see scenarios/crash_mid_write.py).
-    kill_point: ClassVar[KillPoint | None] = None
     # Fault scenarios whose source is broken on purpose: the bad input is the expected outcome.
     expects_bad_input: ClassVar[bool] = False
-    # Concurrent scenarios: one worker per set, all writing to the table at once (their keys are
-    # disjoint); empty: the one worker is fed source_set.
-    worker_sets: ClassVar[tuple[str, ...]] = ()
 
     @property
     def needs(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(s for s in (self.initial_set, self.source_set, *self.worker_sets) if s))
+        feeds = (feed.source_set for feed in self.feeds())
+        return tuple(dict.fromkeys(s for s in (self.initial_set, self.source_set, *feeds) if s))
+
+    def feeds(self) -> tuple[Feed, ...]:
+        """The workers of a run: one, fed the source set (a concurrent scenario has several)."""
+        return (Feed(name="", source_set=self.source_set, operation=self.operation),)
 
     def unsupported_reason(self, writer: type[Writer]) -> str | None:
         """None when `writer` can run this scenario, else why not (recorded as unsupported)."""
-        if not writer.supports(self.operation):
-            return f"{writer.name} does not support {self.operation}"
+        for operation in dict.fromkeys(feed.operation for feed in self.feeds()):
+            if not writer.supports(operation):
+                return f"{writer.name} does not support {operation}"
         return None
+
+    def spec_fields(self, feed: Feed, folder: Path, run_folder: Path) -> dict[str, Any]:
+        """WorkerSpec fields only this scenario's family sets (a kill point, a rendezvous)."""
+        return {}
+
+    def report_of_death(self, spec: WorkerSpec, returncode: int, oom_kills: int) -> WorkerResult | None:
+        """What a worker that left no result still tells (a fault scenario's note); None: nothing."""
+        return None
+
+    def expectation(self, sets: DataSets, ends: list[WorkerEnd], limit_rows: int | None) -> Expectation:
+        """The table after the run: as promised when every worker succeeded, else untouched."""
+        if all(end.outcome.status == "ok" for end in ends):
+            return self.expected_after(sets, limit_rows)
+        return self.expected_before(sets)
+
+    def outcome_checks(self, evidence: Evidence, ends: list[WorkerEnd], sets: DataSets) -> list[Check]:
+        """The checks of how the operation ended (the oracle's state checks come first)."""
+        return operation_checks(evidence)
 
     def table_identifier(self, namespace: str) -> str:
         return f"{namespace}.{self.name.replace('-', '_')}"
@@ -122,14 +148,6 @@ class Scenario(ABC):
     @abstractmethod
     def expected_after(self, sets: DataSets, limit_rows: int | None = None) -> Expectation:
         """The table the operation must leave (fed with only the first `limit_rows` rows, if given)."""
-
-    def expected_landed(self, sets: DataSets, landed: list[str]) -> Expectation:
-        """Concurrent scenarios: the table once the workers fed the `landed` sets committed and the
-        others left nothing behind."""
-        expected = self.expected_before(sets)
-        for name in landed:
-            expected = expect_both(expected, expect_set(sets[name].manifest))
-        return expected
 
 
 def register_set(table: Table, data: DataSet) -> None:

@@ -1,25 +1,29 @@
 """concurrent-writers: two workers append to the same table at once.
 
-Each worker loads the table, opens its source, then waits for the other (harness/worker.py,
-Rendezvous): both write from the same snapshot, so whichever commits second meets a conflict.
-A writer may retry it (pyiceberg 0.12.0 does, 0.11 and older do not; Iceberg Java does) and both land,
-or fail cleanly: then its rows must be nowhere in the table. The two sets have disjoint keys, so a
+Both write from the same snapshot (scenarios/concurrent.py), so whichever commits second meets a
+conflict: it retries and both land, or it fails cleanly. The two sets have disjoint keys, so a
 lost or doubled append shows as missing, unexpected or duplicate keys.
 """
 
 from __future__ import annotations
 
-from harness.model import Expectation, Operation
-from scenarios.base import DataSets, Scenario
+from harness.model import Expectation, Feed, Operation
+from scenarios.base import DataSets
+from scenarios.concurrent import Concurrent, landed_sets
 
 
-class ConcurrentWriters(Scenario):
+class ConcurrentWriters(Concurrent):
     name = "concurrent-writers"
     description = "two workers append the base and the replacement set to one table at the same time"
     operation = Operation.APPEND
     source_set = "base"
-    worker_sets = ("base", "replacement")
     in_default_matrix = False  # judges conflict handling, not speed: name it to run it
 
-    def expected_after(self, sets: DataSets, limit_rows: int | None = None) -> Expectation:
-        return self.expected_landed(sets, list(self.worker_sets))  # both appends landed
+    def feeds(self) -> tuple[Feed, ...]:
+        return (
+            Feed(name="a", source_set="base", operation=Operation.APPEND),
+            Feed(name="b", source_set="replacement", operation=Operation.APPEND),
+        )
+
+    def expected_landed(self, sets: DataSets, landed: list[Feed]) -> Expectation:
+        return landed_sets(self.expected_before(sets), sets, landed)

@@ -5,31 +5,42 @@ The kill needs no help from the writer: the worker hands it a StepTimer that kil
 catalog commit, or once the commit that completes the operation returned. Afterwards the oracle
 checks that the table loads, sits at the last snapshot the writer saw committed, and holds
 exactly the rows committed by then; the files the dead writer left are counted as orphans.
+
+`KilledMidWrite` is the family's protocol: any scenario becomes a crash scenario by deriving from
+it first and naming a kill point (tests/test_upsert_add_files.py kills upserts this way).
 """
 
 from __future__ import annotations
 
 from abc import abstractmethod
+from pathlib import Path
+from typing import Any
 
-from harness.model import Expectation, KillPoint, Operation
+from harness.model import (
+    SIGKILL_EXIT_CODES,
+    Check,
+    Expectation,
+    Feed,
+    KillNote,
+    KillPoint,
+    Operation,
+    WorkerEnd,
+    WorkerResult,
+    WorkerSpec,
+)
 from harness.writers.base import Writer
 from scenarios.base import DataSets, Scenario, expect_both, expect_prefix, expect_set
+from scenarios.oracle import Evidence, failed_check
+
+NOT_AT_LAST_COMMIT = "the table is not at the last snapshot the writer saw committed before it was killed"
 
 
-class CrashMidWrite(Scenario):
-    """Abstract: one concrete scenario per kill point, each found by name like any other."""
-
-    operation = Operation.APPEND
-    # The table holds a committed snapshot before the append, so "the last committed snapshot" is
-    # one the kill can be measured against; the replacement set's keys are disjoint from the base
-    # set's, so a lost or duplicated batch shows up as missing or duplicate keys.
-    initial_set = "replacement"
-    source_set = "base"
-    in_default_matrix = False  # judges recovery, not speed: name them (SCENARIOS=crash-...) to run
+class KilledMidWrite(Scenario):
+    """Abstract: the worker kills itself at `kill_point`; the table must be as its last commit left it."""
 
     @property
     @abstractmethod
-    def kill_point(self) -> KillPoint:  # type: ignore[override]
+    def kill_point(self) -> KillPoint:
         """Where the worker is killed."""
 
     def unsupported_reason(self, writer: type[Writer]) -> str | None:
@@ -40,12 +51,67 @@ class CrashMidWrite(Scenario):
             )
         return super().unsupported_reason(writer)
 
-    def expected_after(self, sets: DataSets, limit_rows: int | None = None) -> Expectation:
-        """The initial set plus the first `limit_rows` rows appended (None: all of them).
+    def spec_fields(self, feed: Feed, folder: Path, run_folder: Path) -> dict[str, Any]:
+        return {"kill_at": self.kill_point, "kill_note_path": folder / "kill-note.json"}
 
-        After a kill, `limit_rows` is what the writer had committed when it died.
-        """
-        initial = expect_set(sets[self.initial_set].manifest)
+    def report_of_death(self, spec: WorkerSpec, returncode: int, oom_kills: int) -> WorkerResult | None:
+        return read_kill_note(spec.kill_note_path, returncode, oom_kills)
+
+    def expectation(self, sets: DataSets, ends: list[WorkerEnd], limit_rows: int | None) -> Expectation:
+        """After the kill, the table as the writer's last commit left it (it cannot have committed
+        rows it was not fed); any other end as for its operation."""
+        (end,) = ends
+        if isinstance(end.result, KillNote):
+            return self.expected_after(sets, end.result.rows_committed)
+        return super().expectation(sets, ends, limit_rows)
+
+    def outcome_checks(self, evidence: Evidence, ends: list[WorkerEnd], sets: DataSets) -> list[Check]:
+        """The kill as asked, or the point never reached; other failures (an error or an OOM before
+        the point) are judged like any failed write."""
+        (end,) = ends
+        note = end.result
+        if isinstance(note, KillNote):
+            at_last = evidence.after.current_snapshot_id == note.committed_snapshot_id
+            return [
+                Check(name="killed_at_point", passed=True, expected=note.point, actual=note.describe()),
+                Check(
+                    name="at_last_committed_snapshot",
+                    passed=at_last,
+                    expected=note.committed_snapshot_id,
+                    actual=evidence.after.current_snapshot_id,
+                    reason=None if at_last else NOT_AT_LAST_COMMIT,
+                ),
+            ]
+        if note is not None and note.kill_missed:  # the scenario did not do what it says
+            return [failed_check("killed_at_point", note.kill_missed)]
+        return super().outcome_checks(evidence, ends, sets)
+
+
+def read_kill_note(path: Path | None, returncode: int, oom_kills: int) -> KillNote | None:
+    """The note of a worker that died by the kill it was asked to give itself: the note says what
+    had landed, the exit code proves the kill (a note without it is not taken on its word)."""
+    if path is None or returncode not in SIGKILL_EXIT_CODES or oom_kills:
+        return None
+    try:
+        return KillNote.model_validate_json(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+class CrashMidWrite(KilledMidWrite):
+    """Abstract: one concrete scenario per kill point, each found by name like any other."""
+
+    operation = Operation.APPEND
+    # The table holds a committed snapshot before the append, so "the last committed snapshot" is
+    # one the kill can be measured against; the replacement set's keys are disjoint from the base
+    # set's, so a lost or duplicated batch shows up as missing or duplicate keys.
+    initial_set = "replacement"
+    source_set = "base"
+    in_default_matrix = False  # judges recovery, not speed: name them (SCENARIOS=crash-...) to run
+
+    def expected_after(self, sets: DataSets, limit_rows: int | None = None) -> Expectation:
+        """The initial set plus the first `limit_rows` rows appended (None: all of them)."""
+        initial = expect_set(sets["replacement"].manifest)
         return expect_both(initial, expect_prefix(sets[self.source_set], limit_rows))
 
 

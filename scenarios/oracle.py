@@ -12,6 +12,7 @@ files listed once and present, nothing unreachable left after a success.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,8 @@ from harness.spark import DEFAULT_MASTER
 from harness.spark_read import SparkReadFailed, read_with_spark
 from scenarios.readback import FileFacts, TableContent, read_content
 
+OPERATION_COMPLETED = "operation_completed"
+
 
 @dataclass
 class TableState:
@@ -48,38 +51,6 @@ class TableState:
     def commits_since(self, before: TableState) -> int:
         """Catalog commits between `before` and this state (a failed attempt's file is not one)."""
         return len(self.committed_metadata - before.committed_metadata)
-
-
-@dataclass(frozen=True)
-class KillReport:
-    """A fault scenario's kill of the worker, as the runner established it."""
-
-    point: str
-    killed: bool  # the worker was killed at `point`, as the scenario asked (the exit code shows it)
-    evidence: str  # one line: the kill and what had landed by then, or why it never came
-    committed_snapshot_id: int | None = None  # the last snapshot the writer saw committed
-
-
-@dataclass(frozen=True)
-class FailedWorker:
-    """A worker of a concurrent run whose write failed: none of its set's keys may be in the table."""
-
-    name: str
-    source_set: str
-    error: str
-    key_ranges: KeyRanges
-
-
-@dataclass(frozen=True)
-class ConcurrencyReport:
-    """A concurrent scenario's workers, as the runner established them."""
-
-    workers: int
-    failed: tuple[FailedWorker, ...] = ()
-
-    @property
-    def landed(self) -> int:
-        return self.workers - len(self.failed)
 
 
 def capture_state(table: Table) -> TableState:
@@ -166,6 +137,27 @@ def table_metrics(before: TableState, after: TableState, content: TableContent) 
     }
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """What the oracle found, handed to the scenario's outcome checks (scenarios/base.py)."""
+
+    table: Table
+    before: TableState
+    after: TableState
+    content: TableContent
+    orphans: dict[str, int]  # path -> bytes
+    metrics: dict[str, Any]
+    error: str | None  # the run's failure, None when every worker succeeded
+    single_commit: bool  # the writer promises one catalog commit per operation
+
+    @property
+    def commits(self) -> int:
+        return self.after.commits_since(self.before)
+
+
+OutcomeChecks = Callable[[Evidence], list[Check]]
+
+
 def judge(
     table: Table,
     *,
@@ -176,12 +168,11 @@ def judge(
     expected_schema: pa.Schema | None = None,
     verify_with: str = "pyiceberg",
     spark_master: str = DEFAULT_MASTER,
-    kill: KillReport | None = None,
-    concurrency: ConcurrencyReport | None = None,
+    outcome_checks: OutcomeChecks | None = None,
 ) -> tuple[Verdict, dict[str, Any]]:
-    """Checks the table against `expected` (the promised result, or the untouched table on error;
-    after a kill, what the writer had committed when it died) and `expected_schema` (the source's
-    schema plus the scenario's evolutions).
+    """Checks the table against `expected` (what the scenario says its run must have left) and
+    `expected_schema` (the source's schema plus the scenario's evolutions), then how the operation
+    ended: `outcome_checks`, the scenario's (operation_checks unless its family has its own).
 
     With `verify_with="spark"` Spark reads the table too and must reach pyiceberg's checksum.
     """
@@ -197,50 +188,54 @@ def judge(
     checks.append(snapshot_summary_check(table, before, after, content))
     if verify_with == "spark":
         checks.append(_spark_agrees(table, content, spark_master))
-    if kill is not None:
-        checks.extend(_kill_checks(kill, after))
-        return _verdict(checks), metrics
-    if error is None:  # every worker landed: what it wrote is all reachable from the table
-        checks.append(_no_orphans_check(orphans))
-    if concurrency is not None:  # a failed worker is no failed check: its rows must just be absent
-        checks.extend(_concurrency_checks(concurrency, content, after.commits_since(before), single_commit))
-    elif error is None:
-        checks.append(
-            Check(
-                name="snapshots_added",
-                passed=metrics["snapshots_added"] >= 1,
-                expected=">= 1",
-                actual=metrics["snapshots_added"],
-                reason=None if metrics["snapshots_added"] else "the operation committed nothing",
-            )
-        )
-        if single_commit:
-            commits = after.commits_since(before)
-            checks.append(
-                Check(
-                    name="single_commit",
-                    passed=commits == 1,
-                    expected=1,
-                    actual=commits,
-                    reason=None if commits == 1 else f"{commits} catalog commits for one operation",
-                )
-            )
-    else:
-        checks.insert(0, _operation_failed(error))
-        unchanged = after.current_snapshot_id == before.current_snapshot_id
-        checks.append(
+    evidence = Evidence(table, before, after, content, orphans, metrics, error, single_commit)
+    outcome = (outcome_checks or operation_checks)(evidence)
+    # A failed operation leads the list: it is what the other failures follow from.
+    leading = [check for check in outcome if check.name == OPERATION_COMPLETED]
+    return verdict_of(leading + checks + [c for c in outcome if c.name != OPERATION_COMPLETED]), metrics
+
+
+def operation_checks(evidence: Evidence) -> list[Check]:
+    """How one operation ended: a success committed (once, if promised) and left nothing
+    unreachable; a failure left the table at its snapshot."""
+    if evidence.error is not None:
+        unchanged = evidence.after.current_snapshot_id == evidence.before.current_snapshot_id
+        return [
+            _operation_failed(evidence.error),
             Check(
                 name="table_unchanged_after_failure",
                 passed=unchanged,
-                expected=before.current_snapshot_id,
-                actual=after.current_snapshot_id,
+                expected=evidence.before.current_snapshot_id,
+                actual=evidence.after.current_snapshot_id,
                 reason=None if unchanged else "a failed write moved the table to a new snapshot",
+            ),
+        ]
+    added = evidence.metrics["snapshots_added"]
+    checks = [
+        no_orphans_check(evidence.orphans),
+        Check(
+            name="snapshots_added",
+            passed=added >= 1,
+            expected=">= 1",
+            actual=added,
+            reason=None if added else "the operation committed nothing",
+        ),
+    ]
+    if evidence.single_commit:
+        commits = evidence.commits
+        checks.append(
+            Check(
+                name="single_commit",
+                passed=commits == 1,
+                expected=1,
+                actual=commits,
+                reason=None if commits == 1 else f"{commits} catalog commits for one operation",
             )
         )
-    return _verdict(checks), metrics
+    return checks
 
 
-def _verdict(checks: list[Check]) -> Verdict:
+def verdict_of(checks: list[Check]) -> Verdict:
     return Verdict(passed=all(c.passed for c in checks), checks=checks)
 
 
@@ -260,7 +255,7 @@ def schema_check(table: Table, expected: pa.Schema) -> Check:
         passed=not differences,
         expected=f"{len(want)} columns",
         actual=f"{len(have)} columns",
-        reason=_first_few(differences),
+        reason=first_few(differences),
     )
 
 
@@ -279,7 +274,7 @@ def manifest_stats_check(content: TableContent) -> Check:
         passed=not lies,
         expected=f"{len(content.files)} files whose stats hold their content",
         actual=f"{len(lies)} files whose stats do not",
-        reason=_first_few(lies),
+        reason=first_few(lies),
     )
 
 
@@ -327,7 +322,7 @@ def snapshot_summary_check(
         passed=not problems,
         expected=counted,
         actual={key: summary.get(key) for key in counted},
-        reason=_first_few(problems),
+        reason=first_few(problems),
     )
 
 
@@ -335,7 +330,7 @@ def _summary_int(snapshot: Snapshot, key: str) -> int:
     return int(snapshot.summary.get(key) or 0) if snapshot.summary is not None else 0
 
 
-def _no_orphans_check(orphans: dict[str, int]) -> Check:
+def no_orphans_check(orphans: dict[str, int]) -> Check:
     """A run that succeeded must leave nothing unreachable. A stray `*.metadata.json` is told apart:
     a commit attempt that lost the catalog's compare-and-swap (pyiceberg's SqlCatalog writes the
     file before the swap and leaves it), the writer's retry then landed."""
@@ -351,13 +346,11 @@ def _no_orphans_check(orphans: dict[str, int]) -> Check:
         passed=not orphans,
         expected=0,
         actual={"files": len(orphans), "lost_swap_metadata": len(lost_swaps)},
-        reason=_first_few(problems[:-1], shown=2) + f"; {problems[-1]}"
-        if lost_swaps
-        else _first_few(problems),
+        reason=first_few(problems[:-1], shown=2) + f"; {problems[-1]}" if lost_swaps else first_few(problems),
     )
 
 
-def _first_few(problems: list[str], shown: int = 3) -> str | None:
+def first_few(problems: list[str], shown: int = 3) -> str | None:
     """One line for a check's reason: the first problems and how many more."""
     if not problems:
         return None
@@ -365,70 +358,17 @@ def _first_few(problems: list[str], shown: int = 3) -> str | None:
     return "; ".join(problems[:shown]) + more
 
 
-def _kill_checks(kill: KillReport, after: TableState) -> list[Check]:
-    if not kill.killed:  # the scenario did not do what it says: the table was judged as a plain append
-        return [_failed("killed_at_point", kill.evidence)]
-    at_last = after.current_snapshot_id == kill.committed_snapshot_id
-    return [
-        Check(name="killed_at_point", passed=True, expected=kill.point, actual=kill.evidence),
-        Check(
-            name="at_last_committed_snapshot",
-            passed=at_last,
-            expected=kill.committed_snapshot_id,
-            actual=after.current_snapshot_id,
-            reason=None
-            if at_last
-            else "the table is not at the last snapshot the writer saw committed before it was killed",
-        ),
-    ]
-
-
-def _concurrency_checks(
-    report: ConcurrencyReport, content: TableContent, commits: int, single_commit: bool
-) -> list[Check]:
-    landed = f"{report.landed} of {report.workers}"
-    errors = "; ".join(f"worker {w.name}: {w.error}" for w in report.failed)
-    checks = [
-        _failed("a_worker_landed", f"no concurrent append landed: {errors}")
-        if not report.landed
-        else Check(name="a_worker_landed", passed=True, expected=f">= 1 of {report.workers}", actual=landed)
-    ]
-    left = {w.name: _count_in_ranges(content.unique_keys, w.key_ranges) for w in report.failed}
-    leftovers = [
-        f"{left[w.name]:,} rows of worker {w.name} ({w.source_set}) in the table, yet it failed: {w.error}"
-        for w in report.failed
-        if left[w.name]
-    ]
-    if leftovers:
-        checks.append(_failed("failed_workers_left_nothing", "; ".join(leftovers)))
-    else:
-        checks.append(Check(name="failed_workers_left_nothing", passed=True, expected=0, actual=0))
-    if single_commit:  # however often each was retried, a landed append is one catalog commit
-        checks.append(
-            Check(
-                name="one_commit_per_landed_worker",
-                passed=commits == report.landed,
-                expected=report.landed,
-                actual=commits,
-                reason=None
-                if commits == report.landed
-                else f"{commits} catalog commits for {landed} landed single-commit appends",
-            )
-        )
-    return checks
-
-
 def unreadable_verdict(error: str | None, problem: str) -> Verdict:
     """The table could not even be loaded or scanned afterwards: that is a verdict, not a crash."""
     checks = [_operation_failed(error)] if error else []
-    return Verdict(passed=False, checks=[*checks, _failed("table_readable", problem)])
+    return Verdict(passed=False, checks=[*checks, failed_check("table_readable", problem)])
 
 
 def _operation_failed(error: str) -> Check:
-    return _failed("operation_completed", error)
+    return failed_check(OPERATION_COMPLETED, error)
 
 
-def _failed(name: str, reason: str) -> Check:
+def failed_check(name: str, reason: str) -> Check:
     known = match_known_issue(reason)
     return Check(name=name, passed=False, reason=reason, upstream=known.upstream if known else None)
 
@@ -437,7 +377,7 @@ def _content_checks(content: TableContent, expected: Expectation) -> list[Check]
     unique = content.unique_keys
     duplicates = len(content.keys) - len(unique)
     expected_keys = sum(hi - lo + 1 for lo, hi in expected.key_ranges)
-    in_ranges = _count_in_ranges(unique, expected.key_ranges)
+    in_ranges = count_in_ranges(unique, expected.key_ranges)
     key_set_ok = content.null_keys == 0 and in_ranges == expected_keys == len(unique)
     checks = [
         _equal("row_count", expected.rows, content.rows),
@@ -461,7 +401,7 @@ def _content_checks(content: TableContent, expected: Expectation) -> list[Check]
         _equal("content_checksum", expected.checksum, content.checksum),
     ]
     if expected.gone_key_ranges:
-        left = _count_in_ranges(unique, expected.gone_key_ranges)
+        left = count_in_ranges(unique, expected.gone_key_ranges)
         checks.append(
             Check(
                 name="replaced_rows_gone",
@@ -480,7 +420,7 @@ def _spark_agrees(table: Table, content: TableContent, master: str) -> Check:
     try:
         theirs = read_with_spark(properties, ".".join(table.name()), master)
     except SparkReadFailed as exc:
-        return _failed("engines_agree", f"pyiceberg read {ours.rows} rows, but {exc}")
+        return failed_check("engines_agree", f"pyiceberg read {ours.rows} rows, but {exc}")
     return engines_agree("pyiceberg", ours, "spark", theirs)
 
 
@@ -537,7 +477,7 @@ def _reason(count: int, what: str) -> str | None:
     return f"{count} {what}" if count else None
 
 
-def _count_in_ranges(sorted_keys: np.ndarray, ranges: KeyRanges) -> int:
+def count_in_ranges(sorted_keys: np.ndarray, ranges: KeyRanges) -> int:
     return int(
         sum(
             np.searchsorted(sorted_keys, hi, "right") - np.searchsorted(sorted_keys, lo, "left")

@@ -12,16 +12,16 @@ from rich.console import Console
 from generators.checksum import Checksum
 from harness.envs import Variant
 from harness.matrix import prepare_data
-from harness.model import Rendezvous, RendezvousMissed
+from harness.model import Check, Feed, Rendezvous, RendezvousMissed, Status, Verdict, WorkerEnd, WorkerOutcome
 from harness.results import ResultsStore
-from harness.runner import Runner, RunPlan
+from harness.runner import Runner, RunPlan, run_error
 from harness.source import ParquetSource
 from harness.stacks.embedded import EmbeddedStack
 from harness.writers import Operation, writers
 from reports.summary import worker_rows
 from scenarios import get_scenario
 from scenarios.base import register_set
-from scenarios.oracle import ConcurrencyReport, FailedWorker, capture_state, judge
+from scenarios.oracle import capture_state, judge
 
 SCENARIO = "concurrent-writers"
 # Both workers append: writers that only upsert have no part in this race.
@@ -97,16 +97,8 @@ def test_rows_of_a_worker_that_reported_failure_fail_the_verdict(tiny_sets, tmp_
     for name in scenario.worker_sets:
         register_set(table, tiny_sets[name])
     error = "OSError: the connection was reset after the commit request was sent"
-    failed = FailedWorker("b", "replacement", error, list(tiny_sets["replacement"].manifest.key_ranges))
-    verdict, _ = judge(
-        table.refresh(),
-        expected=scenario.expected_landed(tiny_sets, ["base"]),
-        error=f"worker b (replacement): {error}",
-        before=before,
-        single_commit=False,
-        concurrency=ConcurrencyReport(workers=2, failed=(failed,)),
-    )
-    checks = {check.name: check for check in verdict.checks}
+    a, b = scenario.feeds()
+    verdict, checks = judged(scenario, table, before, tiny_sets, [ended(a, "ok"), ended(b, "error", error)])
     assert not verdict.passed
     assert checks["a_worker_landed"].passed
     leftover = checks["failed_workers_left_nothing"]
@@ -119,3 +111,67 @@ def test_rows_of_a_worker_that_reported_failure_fail_the_verdict(tiny_sets, tmp_
         for batch in ParquetSource.open(tiny_sets[name].directory, 65_536).batches():
             checksum.update(batch)
         assert checksum.hex == tiny_sets[name].manifest.checksum, f"the cached {name} set was overwritten"
+
+
+def ended(feed: Feed, status: Status, error: str | None = None) -> WorkerEnd:
+    """A worker's end as the runner would classify it."""
+    outcome = WorkerOutcome(name=feed.name, source_set=feed.source_set, rows=0, status=status, error=error)
+    return WorkerEnd(feed, outcome)
+
+
+def judged(scenario, table, before, sets, ends: list[WorkerEnd]) -> tuple[Verdict, dict[str, Check]]:
+    """The oracle's checks of `table` as the runner asks for them after these ends."""
+    verdict, _ = judge(
+        table.refresh(),
+        expected=scenario.expectation(sets, ends, None),
+        error=run_error(ends),
+        before=before,
+        single_commit=False,
+        outcome_checks=lambda evidence: scenario.outcome_checks(evidence, ends, sets),
+    )
+    return verdict, {check.name: check for check in verdict.checks}
+
+
+RACE = "upsert-racing-append"
+
+
+def test_an_upsert_racing_an_append_lands_or_fails_cleanly(runner, tiny_sets):
+    """pyiceberg's upsert validates what landed since its snapshot: meeting the append it may fail
+    (a conservative conflict check, apache/iceberg-python#3319), never lose or resurrect rows."""
+    record = runner.run(RunPlan(RACE, "pyiceberg-table", "tiny", tiny_sets, 2_000, cap_bytes=1 << 30))
+    workers = {w.name: w for w in record.workers}
+
+    assert [(w.source_set, w.operation) for w in workers.values()] == [
+        ("changes", Operation.UPSERT),
+        ("disjoint-2", Operation.APPEND),
+    ]
+    assert workers["b"].status == "ok"  # an append retried over an upsert conflicts with nothing
+    assert workers["a"].status == "ok" or "ValidationException" in workers["a"].error
+    assert record.verdict.passed, [f"{c.name}: {c.reason}" for c in record.verdict.failed]
+    landed = [w for w in workers.values() if w.status == "ok"]
+    assert checks_of(record)["a_worker_landed"].actual == f"{len(landed)} of 2"
+    upserted = tiny_sets["changes"].manifest.expected_after_upsert.rows
+    base = tiny_sets["base"].manifest.rows
+    rows = (upserted if workers["a"].status == "ok" else base) + tiny_sets["disjoint-2"].manifest.rows
+    assert checks_of(record)["row_count"].actual == rows
+
+
+def test_a_failed_upsert_whose_new_rows_landed_fails_the_verdict(tiny_sets, tmp_path):
+    """The upsert reported failure, yet its new keys are in the table: caught, and named."""
+    catalog = SqlCatalog("check", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}")
+    scenario = get_scenario(RACE)()
+    table = scenario.prepare(catalog, "bench", tiny_sets)
+    before = capture_state(table)
+    table.upsert(ParquetSource.open(tiny_sets["changes"].directory, 65_536).read_all(), join_cols=["id"])
+    register_set(table, tiny_sets["disjoint-2"])
+    upsert, append = scenario.feeds()
+    error = "ValidationException: the commit response was lost"
+    ends = [ended(upsert, "error", error), ended(append, "ok")]
+    verdict, checks = judged(scenario, table, before, tiny_sets, ends)
+
+    inserted = tiny_sets["changes"].manifest.inserts
+    assert not verdict.passed and checks["a_worker_landed"].passed
+    leftover = checks["failed_workers_left_nothing"]
+    assert not leftover.passed
+    assert leftover.reason == f"{inserted:,} rows of worker a (changes) in the table, yet it failed: {error}"
+    assert not checks["content_checksum"].passed

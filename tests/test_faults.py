@@ -13,14 +13,17 @@ import pytest
 from harness.launcher import Launch
 from harness.matrix import MatrixConfig
 from harness.model import KillNote, WorkerSpec
-from harness.runner import RunPlan, read_kill_note
+from harness.runner import RunPlan
 from harness.spark import missing_jars
 from harness.stacks import close_catalog
 from harness.worker import run
 from harness.writers import Operation, StepTimer, WriteJob, Writer, writers
 from scenarios import get_scenario, scenarios
+from scenarios.crash_mid_write import read_kill_note
 
-CRASH_SCENARIOS = {cls.kill_point: name for name, cls in scenarios().items() if cls.kill_point}
+CRASH_SCENARIOS = {
+    cls.kill_point: name for name, cls in scenarios().items() if getattr(cls, "kill_point", None)
+}
 # The crash scenarios append: upsert-only writers are recorded unsupported (test_upsert_add_files.py
 # kills them during an upsert).
 PYICEBERG_WRITERS = [
@@ -147,7 +150,7 @@ def test_a_kill_note_counts_only_with_the_sigkill_exit_code(tmp_path: Path, retu
         batch_rows=1, started_marker=tmp_path / "s", result_path=tmp_path / "r", kill_note_path=note_path,
     )  # fmt: skip
     launch = Launch(returncode=returncode, wall_s=1.0, peak_memory_bytes=None, oom_kills=0, timed_out=False)
-    assert (read_kill_note(spec, launch) is not None) is believed
+    assert (read_kill_note(spec.kill_note_path, launch.returncode, launch.oom_kills) is not None) is believed
 
 
 BAD_SOURCES = [name for name, cls in scenarios().items() if cls.expects_bad_input]

@@ -27,6 +27,7 @@ from harness.writers import Operation, StepTimer, WriteJob, get_writer, writers
 from harness.writers.pyiceberg_delete_add_files import ChangeKeys
 from scenarios import scenarios
 from scenarios.base import DataSet, DataSets, Scenario
+from scenarios.crash_mid_write import KilledMidWrite
 from scenarios.oracle import read_content
 from scenarios.upsert import Upsert
 
@@ -179,7 +180,7 @@ def test_a_commit_of_unknown_outcome_keeps_the_files(tmp_path, tiny_sets, monkey
     assert len(kept) == (5 if appends else 4)  # the rewrite: 2 rewritten base files + 2 change files
 
 
-class CrashedUpsert(Upsert):
+class CrashedUpsert(KilledMidWrite, Upsert):
     """The upsert with the worker SIGKILLed at a point (harness/worker.py does the killing): a
     single commit lands whole or not at all."""
 

@@ -542,7 +542,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(arguments)
     try:
         if (box_bytes := _harness_box_bytes(args)) is not None:
-            return run_in_box(box_bytes, [sys.executable, "-m", "harness.cli", *arguments])
+            command = [sys.executable, "-m", "harness.cli", *arguments]
+            return run_in_box(box_bytes, command, lambda line: print(line, file=sys.stderr))
         COMMANDS[args.command](args)
     except KeyboardInterrupt:
         print("icebench: interrupted", file=sys.stderr)

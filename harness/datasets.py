@@ -7,6 +7,7 @@ import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
@@ -17,7 +18,6 @@ from generators.manifest import MANIFEST_FILE, DatasetManifest, ManifestError
 from generators.presets import Preset
 from generators.wide import generate_base
 from harness.errors import SourceError
-from scenarios.base import DataSet, DataSets
 
 # Base-like sets of their own seed whose keys follow each other's: base 0..rows-1, replacement
 # rows..2*rows-1, `disjoint-N` N*rows..; the change set's new keys start at rows, so from
@@ -34,6 +34,15 @@ SET_DEPENDENCIES: dict[str, tuple[str, ...]] = {
 DAMAGED_SETS = frozenset(name for name in SET_DEPENDENCIES if name.startswith("base-"))
 
 ProgressFactory = Callable[[str, int], Callable[[int], None]]
+
+
+@dataclass(frozen=True)
+class DataSet:
+    directory: Path
+    manifest: DatasetManifest
+
+
+DataSets = dict[str, DataSet]
 
 
 class DataCache:

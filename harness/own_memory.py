@@ -12,8 +12,7 @@ import os
 import re
 import signal
 import subprocess
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,11 +59,11 @@ def measure_peak_rss() -> Iterator[PeakRss]:
         peak.bytes = high_water_mark() if resettable else None
 
 
-def run_in_box(cap_bytes: int, command: list[str]) -> int:
+def run_in_box(cap_bytes: int, command: list[str], say: Callable[[str], None]) -> int:
     """Runs `command` (this CLI again) as a child that enters a fresh cgroup before exec, so all of
     the harness's memory from its first byte counts, and the workers' cgroups nest below it
     (hierarchical accounting: the box holds harness and workers together, as one container
-    would). Returns its exit code after reporting the box's peak and OOM kills; removes the box."""
+    would). Returns its exit code after telling `say` the box's peak and OOM kills; removes the box."""
     parent = cgroup_parent()
     if parent is None:
         raise IcebenchError("--harness-memory needs a writable cgroup v1 memory controller")
@@ -85,10 +84,9 @@ def run_in_box(cap_bytes: int, command: list[str]) -> int:
             process.send_signal(terminated.signum)
             returncode = process.wait()
         kills = box.oom_kills()
-        print(
+        say(
             f"harness box {format_size(cap_bytes)}: peak {format_size(box.peak_bytes())} "
-            f"(harness + workers, page cache included), oom kills {kills}",
-            file=sys.stderr,
+            f"(harness + workers, page cache included), oom kills {kills}"
         )
         if returncode == -signal.SIGKILL and kills:
             raise IcebenchError(f"the harness was OOM-killed inside its {format_size(cap_bytes)} box")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlparse
@@ -24,19 +23,11 @@ from pyiceberg.types import StringType
 from generators.checksum import Checksum
 from generators.manifest import DatasetManifest
 from generators.schema import EVOLVED_COLUMN, KEY_COLUMN
+from harness.datasets import DataSet, DataSets
 from harness.model import Check, Expectation, Feed, Operation, WorkerEnd, WorkerResult, WorkerSpec
 from harness.source import ParquetSource
 from harness.writers.base import Writer
 from scenarios.oracle import Evidence, operation_checks
-
-
-@dataclass(frozen=True)
-class DataSet:
-    directory: Path
-    manifest: DatasetManifest
-
-
-DataSets = dict[str, DataSet]
 
 
 def expect_set(manifest: DatasetManifest) -> Expectation:

@@ -38,3 +38,122 @@ def test_reading_results_loads_no_engine():
     ).stdout  # fmt: skip
     for heavy in ("pyiceberg", "pyspark", "scenarios", "harness.writers"):
         assert f"'{heavy}'" not in loaded, heavy
+
+
+# The layers, bottom up: module prefixes, and the layers each may import besides its own.
+LAYERS: dict[str, tuple[str, ...]] = {
+    "model": ("harness.model",),
+    "base": (
+        "harness.errors", "harness.redaction", "harness.registry", "harness.settings", "harness.results",
+        "harness.growth", "harness.known_issues", "harness.signals", "harness.orphan_guard",
+        "harness.ownership", "harness.caps",
+    ),
+    "data": ("generators", "harness.source", "harness.datasets"),
+    "services": (
+        "harness.services", "harness.moto_server", "harness.object_store", "harness.rest_catalog",
+        "harness.spark_cluster", "harness.stacks", "harness.launcher", "harness.container",
+        "harness.leftovers", "harness.own_memory", "harness.profiling", "harness.envs",
+    ),
+    "engines": (
+        "generators.on_spark", "harness.writers", "harness.verifiers", "harness.spark", "harness.spark_read", "harness.worker",
+    ),
+    "judge": ("scenarios.oracle", "scenarios.readback"),
+    "scenarios": ("scenarios",),
+    "run": ("harness.runner", "harness.classify", "harness.matrix"),
+    "report": ("reports",),
+    "cli": ("harness.cli",),
+}  # fmt: skip
+MAY_IMPORT: dict[str, set[str]] = {
+    "model": set(),
+    "base": {"model"},
+    "data": {"model", "base"},
+    "services": {"model", "base"},
+    "engines": {"model", "base", "data", "services"},
+    "judge": {"model", "base", "data", "services", "engines"},
+    "scenarios": {"model", "base", "data", "services", "engines", "judge"},
+    "run": {"model", "base", "data", "services", "engines", "judge", "scenarios"},
+    "report": {"model", "base"},  # reads results; never runs, judges or loads an engine
+    "cli": set(LAYERS),
+}
+# print() outside the CLI, each with its reason: everything else hands the CLI its words.
+MAY_PRINT = {
+    "harness/spark_read.py": "a program of its own: what it prints is its answer to the parent",
+    "harness/signals.py": "the CLI's signal handling: the last words before an exit",
+}
+
+
+def layer_of(module: str) -> str:
+    matches = [
+        (len(prefix), layer)
+        for layer, prefixes in LAYERS.items()
+        for prefix in prefixes
+        if module == prefix or module.startswith(f"{prefix}.")
+    ]
+    assert matches, f"{module} is in no layer: add it to LAYERS"
+    return max(matches)[1]
+
+
+def project_modules() -> dict[str, Path]:
+    """Every module of the project but the packages' own roots (`harness`: a name, no code)."""
+    modules = {}
+    for package in PROJECT_PACKAGES:
+        for path in (REPO / package).rglob("*.py"):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            if name not in PROJECT_PACKAGES or project_imports(path):
+                modules[name] = path
+    return modules
+
+
+def layer_violations(modules: dict[str, Path]) -> list[str]:
+    violations = []
+    for module, path in sorted(modules.items()):
+        layer = layer_of(module)
+        for imported in project_imports(path):
+            target = layer_of(imported)
+            if target != layer and target not in MAY_IMPORT[layer]:
+                violations.append(f"{module} ({layer}) imports {imported} ({target})")
+    return violations
+
+
+def test_every_module_imports_only_its_own_layer_and_those_below():
+    assert layer_violations(project_modules()) == []
+
+
+def test_an_upward_import_is_a_violation(tmp_path):
+    oracle = tmp_path / "oracle.py"
+    oracle.write_text(
+        (REPO / "scenarios" / "oracle.py").read_text() + "\nfrom harness.runner import Runner\n"
+    )
+    reports = tmp_path / "summary.py"
+    reports.write_text((REPO / "reports" / "summary.py").read_text() + "\nimport harness.writers\n")
+    assert layer_violations({"scenarios.oracle": oracle, "reports.summary": reports}) == [
+        "reports.summary (report) imports harness.writers (engines)",
+        "scenarios.oracle (judge) imports harness.runner (run)",
+    ]
+
+
+def printing_calls(path: Path) -> list[int]:
+    """Lines that print or make a console of their own."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name | ast.Attribute)
+        and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) in ("print", "Console")
+    ]
+
+
+def test_only_the_cli_prints():
+    printing = {
+        str(path.relative_to(REPO)): lines
+        for module, path in project_modules().items()
+        if layer_of(module) != "cli" and (lines := printing_calls(path))
+    }
+    assert set(printing) <= set(MAY_PRINT), printing
+
+
+def test_a_print_below_the_cli_is_caught(tmp_path):
+    runner = tmp_path / "runner.py"
+    runner.write_text("def warn_user(text: str) -> None:\n    print(text)\n")
+    assert printing_calls(runner) == [2]

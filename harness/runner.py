@@ -33,6 +33,7 @@ from harness.model import (
 )
 from harness.own_memory import measure_peak_rss
 from harness.profiling import render_flamegraph, worker_arguments
+from harness.registry import source_hash
 from harness.results import ResultsStore, now_iso
 from harness.settings import Settings
 from harness.signals import signals_held
@@ -324,6 +325,7 @@ class Runner:
             run_id=self.store.run_id,
             scenario=plan.scenario,
             writer=plan.writer,
+            writer_source=source_hash(writer),
             preset=plan.preset,
             repeat=plan.repeat,
             stack=self.stack.name,

@@ -13,7 +13,7 @@ SCENARIOS ?=
 # Seconds a worker may run before it is killed and recorded as timed out (empty: the setting,
 # 1800); at wide 900, so one stalled writer costs a quarter hour, not the evening.
 TIMEOUT   ?= $(if $(filter wide,$(PRESET)),900)
-# After the matrix: the batch-count scale of these writers (the O(N^2) picture); SCALE= to skip.
+# The writers on the matrix's scale axis, append at 50, 100 and 200 batches (the O(N^2) picture); SCALE= to skip.
 SCALE     ?= pyiceberg-txn-batches,pyiceberg-add-files
 
 # The CI gate: its workload and thresholds, the baseline it is held to, where its results go.

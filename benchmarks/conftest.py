@@ -7,7 +7,6 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.table import Table
-from rich.console import Console
 
 from harness.matrix import prepare_data
 from harness.settings import load_settings
@@ -25,7 +24,7 @@ def arrow_allocates_with_malloc() -> None:
 @pytest.fixture(scope="session")
 def small_sets() -> DataSets:
     """The cached `small` base set (make bench generates the same one)."""
-    return prepare_data(load_settings(None), "small", ["base"], Console(quiet=True))
+    return prepare_data(load_settings(None), "small", ["base"])
 
 
 @pytest.fixture

@@ -1,4 +1,6 @@
-"""`icebench`: generate data, run one scenario x writer, a matrix, or a batch-count scale."""
+"""`icebench`: generate data, run one scenario x writer, a matrix, or a batch-count scale.
+
+The one module that prints: the layers below return records or report events (MatrixEvents)."""
 
 from __future__ import annotations
 
@@ -6,12 +8,13 @@ import argparse
 import os
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from generators.changes import generate_changes
@@ -26,27 +29,37 @@ from harness.errors import IcebenchError, IcebenchWarning, failure_line
 from harness.leftovers import sweep_leftovers
 from harness.matrix import (
     MatrixConfig,
+    MatrixEvents,
+    ProgressFactory,
     comma_list,
-    generation_progress,
     load_matrix_config,
     prepare_data,
     run_matrix,
-    run_scales,
 )
+from harness.model import RunRecord
 from harness.own_memory import high_water_mark, run_in_box
 from harness.ownership import owned
 from harness.redaction import redact
-from harness.results import ResultsStore, environment, read_runs, read_scales
+from harness.results import ResultsStore, environment, read_runs
 from harness.runner import Runner, RunPlan
 from harness.settings import BOX_ENV, Settings, load_settings
 from harness.signals import terminates_like_ctrl_c
 from harness.stacks import Stack, get_stack, stacks, started
 from harness.writers import get_writer, writers
 from reports.baseline import baseline_of, build_baseline, load_baseline, newest_results_folder, save_baseline
-from reports.compare import compare, comparison_markdown, comparison_tables, version_changes
-from reports.gate import GateFailed, gate, load_thresholds, regressions_markdown, regressions_table
+from reports.compare import (
+    NOT_COMPARABLE,
+    KeyComparison,
+    compare,
+    comparison_markdown,
+    comparison_tables,
+    not_comparable,
+    version_changes,
+)
+from reports.fits import fits
+from reports.gate import GateFailed, load_thresholds, regressions, regressions_markdown, regressions_table
 from reports.report import Report, write_report
-from reports.summary import scale_table, summary_markdown, summary_tables
+from reports.summary import fit_table, summary_markdown, summary_tables
 from scenarios import get_scenario, scenarios
 from scenarios.base import DataSets
 
@@ -55,6 +68,76 @@ VERSIONED_LIBRARIES = ("pyiceberg", "dlt")
 
 # Wide enough for the summary table when output goes to a file or CI log.
 console = Console(width=None if sys.stdout.isatty() else 200)
+
+
+def progress_bar() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
+
+
+@contextmanager
+def generation_progress() -> Iterator[ProgressFactory]:
+    with progress_bar() as progress:
+
+        def factory(description: str, total: int) -> Callable[[int], None]:
+            task = progress.add_task(description, total=total)
+            return lambda rows: progress.advance(task, rows)
+
+        yield factory
+
+
+class RichEvents(MatrixEvents):
+    """A matrix's progress as rich progress bars, a line per finished run."""
+
+    def __init__(self) -> None:
+        self.progress: Progress | None = None
+        self.task: TaskID | None = None
+
+    def generating(self) -> AbstractContextManager[ProgressFactory]:
+        return generation_progress()
+
+    @contextmanager
+    def stage(self, description: str, total: int) -> Iterator[None]:
+        with progress_bar() as self.progress:
+            self.task = self.progress.add_task(description, total=total)
+            yield
+
+    def run_started(self, plan: RunPlan) -> None:
+        if self.progress is not None and self.task is not None:
+            axis = f" ({plan.limit_rows} rows)" if plan.limit_rows else ""
+            self.progress.update(
+                self.task, description=f"{plan.preset}: {plan.scenario} x {plan.writer}{axis}"
+            )
+
+    def run_finished(self, plan: RunPlan, record: RunRecord) -> None:
+        if self.progress is None or self.task is None:
+            return
+        axis = (
+            f" {record.batches or 0:>4} batches, write {record.write_s or 0:.2f} s" if plan.limit_rows else ""
+        )
+        self.progress.console.print(
+            f"  {plan.scenario:<24} {plan.writer:<30}{axis} {record.status:<11} {_verdict_word(record)}"
+        )
+        self.progress.advance(self.task)
+
+
+def _verdict_word(record: RunRecord) -> str:
+    if record.verdict is None:
+        return ""
+    return "pass" if record.verdict.passed else f"FAIL ({', '.join(c.name for c in record.verdict.failed)})"
+
+
+def _print_results(records: list[RunRecord], title: str) -> None:
+    """The summary table, then the growth fit of each scale axis with its points."""
+    console.print(*summary_tables(records, title=title))
+    for fit in fits(records):
+        console.print(fit_table(fit))
 
 
 def _comma_ints(text: str) -> list[int]:
@@ -169,7 +252,15 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.add_argument("--writers", help="comma-separated writer names (default: all)")
     matrix.add_argument("--repeat", type=int, help="runs of each pair, for medians (default: 1)")
     matrix.add_argument(
-        "--scale", metavar="WRITERS", help="then the batch-count scale of these writers (append)"
+        "--batches",
+        type=_comma_ints,
+        metavar="COUNTS",
+        help="the scale axis: also run the pairs of append-like scenarios at these batch counts (50,100,200)",
+    )
+    matrix.add_argument(
+        "--scale",
+        metavar="WRITERS",
+        help="the writers on the scale axis (default: the matrix's; alone, over 50,100,200 batches)",
     )
     matrix.add_argument("--report", action="store_true", help="end by writing report.html / report.md")
     _common(matrix)
@@ -180,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     scale.add_argument("--writer", required=True, help="a writer, or several comma-separated")
     scale.add_argument("--scenario", default="append")
     scale.add_argument("--preset", default="small")
-    scale.add_argument("--batches", type=_comma_ints, default=[50, 100, 200, 400])
+    scale.add_argument("--batches", type=_comma_ints, default=[50, 100, 200, 400], metavar="COUNTS")
     scale.add_argument("--report", action="store_true", help="end by writing report.html / report.md")
     _common(scale)
 
@@ -264,7 +355,7 @@ def cmd_generate(args: argparse.Namespace) -> None:
         manifest = _generate_base_on_spark(args)
     else:
         base = _base_set(args)
-        with generation_progress(console) as progress:
+        with generation_progress() as progress:
             manifest = generate_base(args.out, **base, progress=progress("rows", base["rows"]))
     console.print(
         f"wrote {manifest.rows} rows x {manifest.columns} columns in {len(manifest.files)} files "
@@ -274,7 +365,7 @@ def cmd_generate(args: argparse.Namespace) -> None:
 
 def _generate_changes(args: argparse.Namespace) -> DatasetManifest:
     rows = round(data_set(args.changes_of).manifest.rows * (args.update_ratio + args.insert_ratio))
-    with generation_progress(console) as progress:
+    with generation_progress() as progress:
         return generate_changes(
             args.changes_of,
             args.out,
@@ -312,7 +403,7 @@ def _base_set(args: argparse.Namespace) -> dict[str, int]:
 def _run_sets(args: argparse.Namespace, settings: Settings) -> tuple[str, DataSets]:
     scenario = get_scenario(args.scenario)()
     if args.source is None and args.base is None:
-        return args.preset, prepare_data(settings, args.preset, list(scenario.needs), console)
+        return args.preset, prepare_data(settings, args.preset, list(scenario.needs), RichEvents())
     if args.source is None or (scenario.initial_set and args.base is None):
         needed = "--source and --base" if scenario.initial_set else "--source"
         raise IcebenchError(f"scenario {scenario.name} with your own data needs {needed}")
@@ -343,7 +434,7 @@ def cmd_run(args: argparse.Namespace) -> None:
             Runner(settings, store, stack, variant).run(plan)
             for variant in variants(settings.library_versions)
         ]
-    console.print(*summary_tables(records, title=f"icebench run {store.run_id}"))
+    _print_results(records, title=f"icebench run {store.run_id}")
     for record in records:
         for check in record.verdict.failed if record.verdict else []:
             upstream = f" [{check.upstream}]" if check.upstream else ""
@@ -358,10 +449,10 @@ def cmd_summary(args: argparse.Namespace) -> None:
     records = read_runs(runs)
     if args.markdown:
         print(summary_markdown(records))
+        for fit in fits(records):
+            console.print(fit_table(fit))
     else:
-        console.print(*summary_tables(records, title=f"icebench {args.results_dir.name}"))
-    for scale in read_scales(args.results_dir):
-        console.print(scale_table(scale))
+        _print_results(records, title=f"icebench {args.results_dir.name}")
 
 
 def cmd_writers(_: argparse.Namespace) -> None:
@@ -406,19 +497,22 @@ def cmd_matrix(args: argparse.Namespace) -> None:
             ("scenarios", args.scenarios),
             ("writers", args.writers),
             ("repeat", args.repeat),
+            ("batches", args.batches),
             ("scale_writers", args.scale),
         )
         if v
     }
     config = MatrixConfig.model_validate({**config.model_dump(), **overrides}).resolved()
+    axis = f", {len(config.scale_writers)} writers at {config.batches} batches" if config.batches else ""
     console.print(
         f"icebench matrix: {len(config.scenarios)} scenarios x {len(config.writers)} writers x "
-        f"presets {', '.join(config.presets)}, {config.repeat}x each, "
+        f"presets {', '.join(config.presets)}, {config.repeat}x each{axis}, "
         f"cap {format_size(parse_size(settings.memory))} "
         f"({resolve_isolation(settings.isolation)}), stack {settings.stack}"
     )
     with _session(settings) as (store, stack):
-        run_matrix(settings, config, store, stack, console)
+        records = run_matrix(settings, config, store, stack, RichEvents())
+    _print_results(records, title=f"icebench matrix {store.run_id}")
     console.print(f"results: {store.runs_path}")
     if args.report:
         _print_report(write_report(store.folder))
@@ -434,23 +528,20 @@ def _print_report(report: Report) -> None:
 
 
 def cmd_scale(args: argparse.Namespace) -> None:
+    """The scale axis alone: each writer at each batch count, no whole-set runs."""
     settings = _settings(args)
-    names = comma_list(args.writer)
-    for name in names:
-        get_writer(name)
-    get_scenario(args.scenario)
+    config = MatrixConfig(
+        presets=[args.preset],
+        scenarios=[args.scenario],
+        scale_writers=comma_list(args.writer),
+        batches=args.batches,
+        scale_batch_rows=args.batch_rows,  # None: the set over the largest count
+        whole_set=False,
+    ).resolved()
     with _session(settings) as (store, stack):
-        run_scales(
-            settings,
-            names,
-            scenario=args.scenario,
-            preset=args.preset,
-            batch_counts=args.batches,
-            batch_rows=args.batch_rows,
-            store=store,
-            stack=stack,
-            console=console,
-        )
+        records = run_matrix(settings, config, store, stack, RichEvents())
+    for fit in fits(records):
+        console.print(fit_table(fit))
     console.print(f"results: {store.folder}")
     if args.report:
         _print_report(write_report(store.folder))
@@ -475,6 +566,13 @@ def cmd_compare(args: argparse.Namespace) -> None:
             console.print(table)
     for change in version_changes(base, current):
         console.print(f"version changed: {change}")
+    _print_not_comparable(not_comparable(rows))
+
+
+def _print_not_comparable(rows: list[KeyComparison]) -> None:
+    for row in rows:
+        changed = f"{', '.join(row.base_sources)} → {', '.join(row.current_sources)}"
+        console.print(f"{NOT_COMPARABLE}: {row.key} (writer source {changed})")
 
 
 def cmd_gate(args: argparse.Namespace) -> None:
@@ -484,17 +582,19 @@ def cmd_gate(args: argparse.Namespace) -> None:
     folders = args.results_dirs or [
         newest_results_folder(load_settings(args.config, results_dir=args.results).results_dir)
     ]
-    regressions = gate(baseline, build_baseline(folders), thresholds)
+    rows = compare(baseline, build_baseline(folders))
+    found = regressions(rows, thresholds)
     against = f"{', '.join(str(f) for f in folders)} against {args.baseline}"
-    if not regressions:
+    _print_not_comparable(not_comparable(rows))  # listed, never failed: their numbers measure other code
+    if not found:
         limits = ", ".join(f"{name} {value}" for name, value in thresholds.model_dump().items())
         console.print(f"gate passed: {against}, no regressions ({limits})")
         return
     if args.markdown:
-        print(regressions_markdown(regressions))
+        print(regressions_markdown(found))
     else:
-        console.print(regressions_table(regressions, title=f"regressions: {against}"))
-    raise GateFailed(f"gate failed: {len(regressions)} regressions, {against}")
+        console.print(regressions_table(found, title=f"regressions: {against}"))
+    raise GateFailed(f"gate failed: {len(found)} regressions, {against}")
 
 
 COMMANDS = {

@@ -190,9 +190,13 @@ class WorkerEnd:
 class RunRecord(BaseModel):
     """Everything measured about one scenario x writer run. Field meanings are in the README."""
 
+    # The shape of this line (RESULTS_SCHEMA_VERSION below): 2 added schema_version and
+    # writer_source; lines written before carry no schema_version and read as 1.
+    schema_version: int = 2
     run_id: str
     scenario: str
     writer: str
+    writer_source: str | None = None  # short sha256 of the writer module's file (registry.source_hash)
     preset: str
     repeat: int = 0  # 0, 1, ... for repeated runs of one pair (matrix --repeat)
     variant: str | None = None  # e.g. "pyiceberg 0.9.1": the workers ran with that version
@@ -239,3 +243,201 @@ class RunRecord(BaseModel):
     worker_log: str | None = None
     profile_flamegraph: str | None = None  # --profile memray: flame graph HTML at peak memory
     workers: list[WorkerOutcome] = []  # concurrent scenarios: each worker; the fields above: the whole run
+
+
+# --- Results: their schema version, the environment, the run key and the metrics -------------
+
+RESULTS_SCHEMA_VERSION: int = RunRecord.model_fields["schema_version"].default
+UNVERSIONED_SCHEMA = 1  # a results line without schema_version was written before it existed
+
+
+class Machine(BaseModel):
+    platform: str
+    python: str
+    cpus: int | None
+    memory_bytes: int
+
+
+class GitState(BaseModel):
+    """The icebench checkout the harness ran from: results name the code that made them."""
+
+    commit: str
+    dirty: bool  # tracked files differ from the commit
+
+
+class Environment(BaseModel):
+    """environment.json: where and with what a results folder was made (informative only)."""
+
+    created_at: str | None = None
+    machine: Machine | None = None
+    isolation: str | None = None
+    versions: dict[str, str] = {}
+    settings: dict[str, Any] = {}
+    icebench_git: GitState | None = None  # None: not run from a git checkout
+
+
+def _size_text(size: int) -> str:
+    for unit, factor in (("g", 2**30), ("m", 2**20)):
+        if size % factor == 0:
+            return f"{size // factor}{unit}"
+    return str(size)
+
+
+class RunKey(BaseModel, frozen=True):
+    """What makes runs repeats of one another; `text` names it in baselines, compare and gate.
+    `writer_source` is kept beside it, not in it: a changed writer is the same key, not comparable."""
+
+    scenario: str
+    writer: str
+    preset: str
+    stack: str
+    isolation: str
+    cap_bytes: int | None
+    batch_rows: int
+    limit_rows: int | None = None  # the scale axis: the points of a fit are fed this prefix
+    variant: str | None = None
+    writer_source: str | None = None
+
+    @property
+    def batches(self) -> int | None:
+        """The scale axis as a batch count (the last batch of a prefix may be short)."""
+        return None if self.limit_rows is None else -(-self.limit_rows // self.batch_rows)
+
+    def _setup_parts(self) -> list[str]:
+        cap = "no cap" if self.cap_bytes is None else _size_text(self.cap_bytes)
+        axis = [f"{self.batches} batches"] if self.batches is not None else []
+        return [f"{self.isolation} {cap}", f"{self.batch_rows} rows/batch", *axis]
+
+    @property
+    def setup(self) -> str:
+        """Isolation, cap, batch size and the axis: how the pair ran, in one cell."""
+        return ", ".join(self._setup_parts())
+
+    @property
+    def text(self) -> str:
+        parts = (self.scenario, self.writer, self.preset, self.stack, *self._setup_parts(), self.variant)
+        return KEY_SEPARATOR.join(part for part in parts if part)
+
+    def without_axis(self) -> RunKey:
+        """The key of the fit the point belongs to."""
+        return self.model_copy(update={"limit_rows": None})
+
+
+KEY_SEPARATOR = "|"
+
+
+def run_key(record: RunRecord) -> RunKey:
+    return RunKey(
+        scenario=record.scenario,
+        writer=record.writer,
+        preset=record.preset,
+        stack=record.stack,
+        isolation=record.isolation,
+        cap_bytes=record.cap_bytes,
+        batch_rows=record.batch_rows,
+        limit_rows=record.limit_rows,
+        variant=record.variant,
+        writer_source=record.writer_source,
+    )
+
+
+Unit = Literal["s", "bytes", "count", "ratio", "exponent"]
+
+
+class Floor(BaseModel, frozen=True):
+    """A metric is gated only when the current value of `metric` reaches this: below, it is noise."""
+
+    name: str  # its key in the [gate] table
+    metric: str
+    value: float
+    why: str
+
+
+class Gate(BaseModel, frozen=True):
+    """How `icebench gate` holds a metric by default: worse than the baseline by more than `limit`
+    (a ratio or a difference, as the metric compares) fails. `<kind>_ratio` / `<kind>_delta` in
+    the [gate] table overrides the limit."""
+
+    kind: str  # the regression's kind in the gate's table
+    limit: float
+    floor: Floor | None = None
+    fallback: str | None = None  # gated instead when either side lacks this metric
+
+
+class Metric(BaseModel, frozen=True):
+    """One figure icebench measures: a RunRecord field (`of="run"`) or a figure of the growth fit
+    of a scale axis (`of="fit"`). Summary columns, baselines, compare, plots and the gate's
+    thresholds all come from METRICS."""
+
+    name: str
+    label: str
+    unit: Unit
+    aggregate: Literal["median", "max"] = "max"  # over the repeats of one key: noisy times as medians
+    compare: Literal["ratio", "delta"] = "ratio"  # delta where a ratio means little (exponents, 0 -> n)
+    better: Literal["lower", "higher"] = "lower"
+    summary: bool = True  # a column of the summary table (run metrics)
+    plot: bool = False  # a panel of the report's metrics figure
+    gate: Gate | None = None  # gated by default
+    of: Literal["run", "fit"] = "run"
+
+    @property
+    def threshold(self) -> str | None:
+        """Its limit's key in the [gate] table."""
+        return None if self.gate is None else f"{self.gate.kind}_{self.compare}"
+
+    def worse(self, change: float, limit: float) -> bool:
+        """Whether a ratio or difference (current against base) is worse than `limit` allows."""
+        if self.compare == "ratio":
+            return change > limit if self.better == "lower" else change < 1 / limit
+        return change > limit if self.better == "lower" else change < -limit
+
+
+# Gates with a floor: below it (the current value of the floor's metric) the figure is noise.
+_WALL_TIME = Gate(
+    kind="wall_time",
+    limit=1.5,
+    floor=Floor(name="min_wall_s", metric="wall_s", value=1.0, why="sub-second times are start-up noise"),
+)
+_GROWTH = Gate(
+    kind="growth_exponent",
+    limit=0.3,
+    floor=Floor(
+        name="min_scale_write_s",
+        metric="longest_write_s",
+        value=2.0,
+        why="fits over sub-second totals are start-up noise",
+    ),
+)
+
+# A metric per line. The order is the summary's and compare's column order. `peak rss` leads: it
+# tells writers apart where `peak mem` (the kernel's, page cache included) reads the cap for all.
+# fmt: off
+METRICS: tuple[Metric, ...] = (
+    Metric(name="peak_rss_bytes", label="peak rss", unit="bytes"),
+    Metric(name="peak_memory_bytes", label="peak mem", unit="bytes", gate=Gate(kind="peak_memory", limit=1.25, fallback="peak_rss_bytes")),  # noqa: E501
+    Metric(name="wall_s", label="wall s", unit="s", aggregate="median", plot=True, gate=_WALL_TIME),
+    Metric(name="write_s", label="write s", unit="s", aggregate="median"),
+    Metric(name="verify_s", label="verify s", unit="s", aggregate="median", plot=True),
+    Metric(name="batches", label="batches", unit="count"),
+    Metric(name="late_early_ratio", label="late/early", unit="ratio", aggregate="median"),
+    Metric(name="snapshots_added", label="snapshots", unit="count", plot=True),
+    Metric(name="data_files", label="data files", unit="count", plot=True),
+    Metric(name="manifests", label="manifests", unit="count", compare="delta", gate=Gate(kind="manifests", limit=0)),  # noqa: E501
+    Metric(name="metadata_files", label="metadata files", unit="count"),
+    Metric(name="metadata_bytes", label="metadata bytes", unit="bytes", plot=True),
+    Metric(name="orphan_files", label="orphans", unit="count", compare="delta", gate=Gate(kind="orphan_files", limit=0)),  # noqa: E501
+    Metric(name="orphan_bytes", label="orphan bytes", unit="bytes", compare="delta", summary=False),
+    Metric(name="growth_exponent", label="growth exponent", unit="exponent", aggregate="median", compare="delta", of="fit", gate=_GROWTH),  # noqa: E501
+    Metric(name="tail_exponent", label="tail exponent", unit="exponent", aggregate="median", compare="delta", of="fit"),  # noqa: E501
+    Metric(name="longest_write_s", label="longest write s", unit="s", aggregate="median", of="fit"),
+)
+# fmt: on
+
+
+def metrics(of: Literal["run", "fit"]) -> list[Metric]:
+    """The registry's metrics of runs or of fits, read when called (tests register more)."""
+    return [metric for metric in METRICS if metric.of == of]
+
+
+def metric(name: str) -> Metric | None:
+    return next((m for m in METRICS if m.name == name), None)

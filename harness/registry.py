@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import inspect
 import pkgutil
+from pathlib import Path
 from types import ModuleType
 from typing import TypeVar
 
@@ -31,3 +33,13 @@ def lookup(kind: str, name: str, found: dict[str, type[T]]) -> type[T]:
         return found[name]
     except KeyError:
         raise IcebenchError(f"unknown {kind} {name!r}; choose from {', '.join(found)}") from None
+
+
+def source_hash(cls: type) -> str | None:
+    """Short sha256 of the file that defines `cls`: results of a changed writer are not compared
+    with those of the old one. None when the source cannot be read (a frozen build)."""
+    try:
+        path = inspect.getsourcefile(cls)
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12] if path else None
+    except (OSError, TypeError):
+        return None

@@ -2,46 +2,31 @@
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import secrets
+import subprocess
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TypeVar
+from typing import Any
 
 import psutil
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.errors import IcebenchError, first_error, warn
-from harness.model import RunRecord
+from harness.model import (
+    RESULTS_SCHEMA_VERSION,
+    UNVERSIONED_SCHEMA,
+    Environment,
+    GitState,
+    Machine,
+    RunRecord,
+)
 from harness.redaction import redact
 
-Line = TypeVar("Line", bound=BaseModel)
 LIBRARIES = ("icebench", "pyiceberg", "pyarrow", "numpy", "sqlalchemy")
-
-
-class ScalePoint(BaseModel):
-    batches: int
-    write_s: float | None
-    wall_s: float | None
-    peak_memory_bytes: int | None
-    peak_rss_bytes: int | None
-    late_early_ratio: float | None
-    status: str
-
-
-class ScaleResult(BaseModel):
-    writer: str
-    scenario: str
-    preset: str
-    batch_rows: int
-    points: list[ScalePoint]
-    growth_exponent: float | None
-    growth_class: str | None
-    tail_exponent: float | None
-    variant: str | None = None  # e.g. "pyiceberg 0.9.1"
+CHECKOUT = Path(__file__).resolve().parent.parent  # the icebench checkout this code runs from
 
 
 def new_run_id() -> str:
@@ -58,19 +43,47 @@ def library_versions() -> dict[str, str]:
     return found
 
 
-def environment(isolation: str, settings: dict[str, object]) -> dict[str, object]:
-    return {
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "memory_bytes": psutil.virtual_memory().total,
-        },
-        "isolation": isolation,
-        "versions": library_versions(),
-        "settings": settings,
-    }
+def environment(isolation: str, settings: dict[str, Any]) -> Environment:
+    return Environment(
+        created_at=now_iso(),
+        machine=Machine(
+            platform=platform.platform(),
+            python=platform.python_version(),
+            cpus=os.cpu_count(),
+            memory_bytes=psutil.virtual_memory().total,
+        ),
+        isolation=isolation,
+        versions=library_versions(),
+        settings=settings,
+        icebench_git=git_state(CHECKOUT),
+    )
+
+
+def git_state(checkout: Path) -> GitState | None:
+    """HEAD of the git checkout at `checkout`, and whether tracked files differ from it; None when
+    it is no checkout of its own (an installed copy) or git is missing: informative, never fatal."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(checkout), *args], capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+
+    try:
+        if Path(git("rev-parse", "--show-toplevel")).resolve() != checkout.resolve():
+            return None  # the code sits inside some other repository
+        return GitState(
+            commit=git("rev-parse", "HEAD"), dirty=bool(git("status", "--porcelain", "--untracked-files=no"))
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def read_environment(folder: Path) -> Environment | None:
+    """environment.json of a results folder; None when absent or unreadable (it is informative only)."""
+    try:
+        return Environment.model_validate_json((folder / "environment.json").read_text())
+    except (OSError, UnicodeDecodeError, ValidationError):
+        return None
 
 
 class ResultsStore:
@@ -82,18 +95,15 @@ class ResultsStore:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.runs_path = self.folder / "runs.jsonl"
 
-    def write_environment(self, env: dict[str, object]) -> None:
-        (self.folder / "environment.json").write_text(redact(json.dumps(env, indent=2, default=str)))
+    def write_environment(self, env: Environment) -> None:
+        (self.folder / "environment.json").write_text(redact(env.model_dump_json(indent=2)))
 
     def append(self, record: RunRecord) -> None:
         append_line(self.runs_path, redact(record.model_dump_json()))
 
-    def append_scale(self, result: ScaleResult) -> None:
-        append_line(self.folder / "scale.jsonl", redact(result.model_dump_json()))
-
     def new_work_folder(self, name: str) -> tuple[int, Path]:
         """A fresh folder for one run's files, `<n>-<name>`: n counts the folder's runs, whichever
-        runner made them (one per library variant, one per scale), so no run reuses another's."""
+        runner made them (one per library variant), so no run reuses another's."""
         work = self.folder / "work"
         work.mkdir(parents=True, exist_ok=True)
         number = sum(1 for _ in work.iterdir()) + 1
@@ -121,39 +131,53 @@ def append_line(path: Path, line: str) -> None:
 
 
 def read_runs(path: Path) -> list[RunRecord]:
-    """The records of runs.jsonl (a folder or the file); IcebenchError names a corrupt file."""
+    """The records of runs.jsonl (a folder or the file). A last line cut short (a harness killed
+    mid-write) is skipped with a warning; a bad line anywhere else, or one of a newer schema than
+    this icebench knows, is an IcebenchError naming the file."""
     runs_path = path / "runs.jsonl" if path.is_dir() else path
-    return _read_lines(runs_path, RunRecord)
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def read_scales(folder: Path) -> list[ScaleResult]:
-    path = folder / "scale.jsonl"
-    return _read_lines(path, ScaleResult) if path.is_file() else []
-
-
-def _read_lines(path: Path, model: type[Line]) -> list[Line]:
-    """Every line as a `model`. A last line cut short (a harness killed mid-write) is skipped
-    with a warning; a bad line anywhere else means the file is corrupt."""
     try:
-        text = path.read_text()
+        text = runs_path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
-        raise IcebenchError(f"results file {path} is unreadable: {exc}") from None
+        raise IcebenchError(f"results file {runs_path} is unreadable: {exc}") from None
     lines = text.splitlines()
     torn = not text.endswith("\n")
     parsed = []
     for number, line in enumerate(lines, 1):
         if line.strip():
             try:
-                parsed.append(model.model_validate_json(line))
+                parsed.append(_record(line))
             except ValidationError as exc:
                 if torn and number == len(lines):
-                    warn(f"{path} line {number} was cut short; skipped")
+                    warn(f"{runs_path} line {number} was cut short; skipped")
                     break
                 raise IcebenchError(
-                    f"results file {path} is corrupt: line {number}: {first_error(exc)}"
+                    f"results file {runs_path} is corrupt: line {number}: {first_error(exc)}"
                 ) from None
+            except NewerSchema as exc:
+                raise IcebenchError(f"results file {runs_path} line {number}: {exc}") from None
     return parsed
+
+
+class NewerSchema(Exception):
+    pass
+
+
+def _record(line: str) -> RunRecord:
+    fields = RawLine.model_validate_json(line).model_extra or {}
+    version = fields.setdefault("schema_version", UNVERSIONED_SCHEMA)
+    if isinstance(version, int) and version > RESULTS_SCHEMA_VERSION:
+        raise NewerSchema(
+            f"schema version {version} is newer than this icebench reads ({RESULTS_SCHEMA_VERSION}): "
+            "read it with the icebench that wrote it, or a newer one"
+        )
+    return RunRecord.model_validate(fields)
+
+
+class RawLine(BaseModel):
+    """A results line as JSON: a JSON object whatever its fields (checked by RunRecord after)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")

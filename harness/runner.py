@@ -25,6 +25,7 @@ from harness.leftovers import SCRATCH_FOLDER
 from harness.model import Feed, RunRecord, Verdict, WorkerEnd, WorkerOutcome, WorkerResult, WorkerSpec
 from harness.own_memory import measure_peak_rss
 from harness.profiling import render_flamegraph, worker_arguments
+from harness.registry import source_hash
 from harness.results import ResultsStore, now_iso
 from harness.settings import Settings
 from harness.signals import signals_held
@@ -157,6 +158,7 @@ class Runner:
             "run_id": self.store.run_id,
             "scenario": plan.scenario,
             "writer": plan.writer,
+            "writer_source": source_hash(writer),
             "preset": plan.preset,
             "repeat": plan.repeat,
             "stack": self.stack.name,

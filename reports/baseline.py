@@ -8,60 +8,50 @@ what gets a worker killed; correctness checks as failed when any repeat failed t
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.errors import IcebenchError, first_error
-from harness.growth import growth_class
-from harness.model import RunRecord, Status
-from harness.results import ScaleResult, now_iso, read_runs, read_scales
+from harness.model import Metric, RunKey, RunRecord, Status, metrics, run_key
+from harness.results import now_iso, read_environment, read_runs
+from reports.fits import Fit, fits
 
-BASELINE_FORMAT = 1
-KEY_SEPARATOR = "|"
-# Metrics taken as the median of the repeats (noisy) and as their maximum (worst case wins).
-MEDIAN_METRICS = ("wall_s", "write_s")
-MAX_METRICS = (
-    "peak_memory_bytes",
-    "peak_rss_bytes",
-    "snapshots_added",
-    "data_files",
-    "metadata_files",
-    "metadata_bytes",
-)
+# 2: run keys with isolation, cap and batch size, the writers' source hashes, fits computed from
+# the points in runs.jsonl, every metric of the registry.
+BASELINE_FORMAT = 2
 
 
-class RunAggregate(BaseModel):
-    """The repeats of one scenario x writer x preset x stack."""
+class Aggregate(BaseModel):
+    """What the runs of one key measured. The metrics of the registry (harness/model.py METRICS)
+    are fields of their own, by name, so that adding a metric adds it here."""
+
+    model_config = ConfigDict(extra="allow")
+    key: RunKey  # without writer_source: the hashes are in writer_sources
+    statuses: list[Status]  # one per run, in the order they ran
+    writer_sources: list[str] = []  # of the writer modules the runs ran
+
+    def value(self, name: str) -> float | None:
+        found = (self.model_extra or {}).get(name)
+        return None if found is None else float(found)
+
+
+class RunAggregate(Aggregate):
+    """The repeats of one run key."""
 
     repeats: int
-    statuses: list[Status]  # one per repeat, in the order they ran
-    wall_s: float | None = None  # median
-    write_s: float | None = None  # median
-    peak_memory_bytes: int | None = None  # max
-    peak_rss_bytes: int | None = None  # max
-    snapshots_added: int | None = None  # max
-    data_files: int | None = None  # max
-    metadata_files: int | None = None  # max
-    metadata_bytes: int | None = None  # max
     checks_passed: list[str] = []  # passed in every repeat that ran them
     checks_failed: dict[str, str | None] = {}  # failed in some repeat -> the first failure's reason
 
 
-class ScaleAggregate(BaseModel):
-    """The `scale` fits of one scenario x writer x preset (usually one)."""
+class ScaleAggregate(Aggregate):
+    """The growth fit of one run key's points on the scale axis."""
 
-    fits: int
-    statuses: list[str]  # every point of every fit
-    batch_rows: list[int]
-    growth_exponent: float | None = None  # median
+    batches: list[int]  # the axis
     growth_class: str | None = None
-    tail_exponent: float | None = None  # median
-    longest_write_s: float | None = None  # the largest point's write time (median over fits)
 
 
 class Baseline(BaseModel):
@@ -69,29 +59,24 @@ class Baseline(BaseModel):
     created_at: str
     sources: list[str]  # the results folders it came from
     versions: dict[str, str]  # library -> version(s) the workers ran with
-    runs: dict[str, RunAggregate]  # run key -> aggregate
-    scales: dict[str, ScaleAggregate]  # scale key -> aggregate
+    runs: dict[str, RunAggregate]  # run key text -> aggregate
+    scales: dict[str, ScaleAggregate]  # run key text (less the axis) -> the fit's figures
 
 
-def run_key(record: RunRecord) -> str:
-    """scenario|writer|preset|stack, and |variant for runs with another library version."""
-    parts = (record.scenario, record.writer, record.preset, record.stack, record.variant)
-    return KEY_SEPARATOR.join(part for part in parts if part)
-
-
-def scale_key(result: ScaleResult) -> str:
-    # Scale results carry no stack; the batch counts and sizes are in the aggregate.
-    parts = (result.scenario, result.writer, result.preset, result.variant)
-    return KEY_SEPARATOR.join(part for part in parts if part)
-
-
-def _median(values: Iterable[float | None]) -> float | None:
+def aggregate(metric: Metric, values: Iterable[float | int | None]) -> float | int | None:
+    """The repeats' values as the metric folds them: noisy times as medians, peaks as maxima."""
     present = [v for v in values if v is not None]
-    return statistics.median(present) if present else None
+    if not present:
+        return None
+    return statistics.median(present) if metric.aggregate == "median" else max(present)
 
 
-def _maximum(values: Iterable[int | None]) -> int | None:
-    return max((v for v in values if v is not None), default=None)
+def _sources(records: Iterable[RunRecord]) -> list[str]:
+    return sorted({r.writer_source for r in records if r.writer_source})
+
+
+def _stored_key(record: RunRecord) -> RunKey:
+    return run_key(record).model_copy(update={"writer_source": None})
 
 
 def aggregate_runs(records: Sequence[RunRecord]) -> RunAggregate:
@@ -99,10 +84,7 @@ def aggregate_runs(records: Sequence[RunRecord]) -> RunAggregate:
     # A repeat that was killed or failed stops early: its numbers say nothing about the write
     # itself, so they count only when no repeat completed (its status is gated on its own).
     completed = [r for r in records if r.status == "ok"] or list(records)
-    metrics: dict[str, float | int | None] = {
-        name: _median(getattr(r, name) for r in completed) for name in MEDIAN_METRICS
-    }
-    metrics |= {name: _maximum(getattr(r, name) for r in completed) for name in MAX_METRICS}
+    values = {m.name: aggregate(m, (getattr(r, m.name, None) for r in completed)) for m in metrics("run")}
     failed: dict[str, str | None] = {}
     seen: set[str] = set()
     for record in records:
@@ -111,48 +93,35 @@ def aggregate_runs(records: Sequence[RunRecord]) -> RunAggregate:
             if not check.passed:
                 failed.setdefault(check.name, check.reason)
     return RunAggregate(
+        key=_stored_key(records[0]),
         repeats=len(records),
         statuses=[r.status for r in records],
+        writer_sources=_sources(records),
         checks_passed=sorted(seen - failed.keys()),
         checks_failed=dict(sorted(failed.items())),
-        **metrics,
+        **values,
     )
 
 
-def aggregate_scales(results: Sequence[ScaleResult]) -> ScaleAggregate:
-    exponent = _median(r.growth_exponent for r in results)
+def aggregate_fit(fit: Fit) -> ScaleAggregate:
     return ScaleAggregate(
-        fits=len(results),
-        statuses=[p.status for r in results for p in r.points],
-        batch_rows=sorted({r.batch_rows for r in results}),
-        growth_exponent=exponent,
-        growth_class=growth_class(exponent) if exponent is not None else None,
-        tail_exponent=_median(r.tail_exponent for r in results),
-        longest_write_s=_median(max((p.write_s or 0.0 for p in r.points), default=None) for r in results),
+        key=fit.key,
+        statuses=[p.status for p in fit.points],
+        writer_sources=fit.writer_sources,
+        batches=fit.batch_counts,
+        growth_class=fit.growth_class,
+        **{m.name: getattr(fit, m.name, None) for m in metrics("fit")},
     )
 
 
-def _read_folder(folder: Path) -> tuple[list[RunRecord], list[ScaleResult], dict[str, str]]:
-    """Runs, scale fits and environment versions of one results folder, or one line naming it."""
-    runs_path = folder / "runs.jsonl"
+def _read_folder(folder: Path) -> tuple[list[RunRecord], dict[str, str]]:
+    """Runs (scale points included) and environment versions of one results folder, or one line naming it."""
     if not folder.is_dir():
         raise IcebenchError(f"results folder {folder} does not exist")
     if not _holds_results(folder):
-        raise IcebenchError(f"{folder} holds neither runs.jsonl nor scale.jsonl")
-    scales = read_scales(folder)
-    runs = read_runs(runs_path) if runs_path.is_file() else []
-    # The points of a scale fit are runs too, of growing sizes: the fit stands for them, and they
-    # are no repeats of the matrix runs of the same key beside them.
-    runs = [record for record in runs if record.limit_rows is None]
-    return runs, scales, _environment_versions(folder / "environment.json")
-
-
-def _environment_versions(path: Path) -> dict[str, str]:
-    try:
-        versions = json.loads(path.read_text()).get("versions", {})
-    except (OSError, ValueError, AttributeError):
-        return {}  # environment.json is informative only; the runs carry their own versions
-    return {str(k): str(v) for k, v in versions.items()} if isinstance(versions, dict) else {}
+        raise IcebenchError(f"{folder} holds no runs.jsonl")
+    environment = read_environment(folder)
+    return read_runs(folder), environment.versions if environment else {}
 
 
 def _merge_versions(found: Iterable[dict[str, str]]) -> dict[str, str]:
@@ -164,27 +133,30 @@ def _merge_versions(found: Iterable[dict[str, str]]) -> dict[str, str]:
 
 
 def build_baseline(results_dirs: Sequence[Path]) -> Baseline:
-    """Every run and scale fit of the folders, aggregated per key."""
+    """Every run key of the folders aggregated, and the growth fit of every key's scale points."""
     if not results_dirs:
         raise IcebenchError("a baseline needs at least one results folder")
     runs: defaultdict[str, list[RunRecord]] = defaultdict(list)
-    scales: defaultdict[str, list[ScaleResult]] = defaultdict(list)
+    points: list[RunRecord] = []
     versions: list[dict[str, str]] = []
     for folder in results_dirs:
-        folder_runs, folder_scales, environment_versions = _read_folder(folder)
-        for record in folder_runs:
-            runs[run_key(record)].append(record)
+        records, environment_versions = _read_folder(folder)
+        for record in records:
+            # The points of a scale fit are runs too, of growing sizes: the fit stands for them.
+            if record.limit_rows is None:
+                runs[run_key(record).text].append(record)
+            else:
+                points.append(record)
             versions.append(record.versions)
-        for result in folder_scales:
-            scales[scale_key(result)].append(result)
-        if not folder_runs:  # scale sessions: the environment is all that names the versions
+        if not records:  # the environment is all that names the versions
             versions.append(environment_versions)
+    scales = {fit.key.text: aggregate_fit(fit) for fit in fits(points)}
     return Baseline(
         created_at=now_iso(),
         sources=[str(folder) for folder in results_dirs],
         versions=_merge_versions(versions),
         runs={key: aggregate_runs(records) for key, records in sorted(runs.items())},
-        scales={key: aggregate_scales(results) for key, results in sorted(scales.items())},
+        scales=dict(sorted(scales.items())),
     )
 
 
@@ -195,9 +167,20 @@ def save_baseline(results_dirs: list[Path], path: Path) -> Baseline:
     return baseline
 
 
+class _Format(BaseModel):
+    format: int = 1
+
+
 def load_baseline(path: Path) -> Baseline:
     try:
-        return Baseline.model_validate_json(path.read_text())
+        text = path.read_text()
+        found = _Format.model_validate_json(text).format
+        if found != BASELINE_FORMAT:
+            raise IcebenchError(
+                f"baseline file {path} has format {found}, this icebench reads format {BASELINE_FORMAT}: "
+                "record it again (icebench baseline save, make gate-baseline)"
+            )
+        return Baseline.model_validate_json(text)
     except FileNotFoundError:
         raise IcebenchError(f"baseline file {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -232,4 +215,4 @@ def newest_results_folder(root: Path) -> Path:
 
 
 def _holds_results(folder: Path) -> bool:
-    return (folder / "runs.jsonl").is_file() or (folder / "scale.jsonl").is_file()
+    return (folder / "runs.jsonl").is_file()

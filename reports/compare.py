@@ -1,62 +1,34 @@
-"""Two baselines side by side: per run key and metric, base -> current and their ratio.
+"""Two baselines side by side: per run key and metric, base -> current and their ratio (or
+difference, for the metrics of the registry that compare so).
 
 Ratios rather than differences, so one threshold fits a 2 s run and a 200 s one alike; the
-gate (`reports/gate.py`) applies its thresholds to these rows.
+gate (`reports/gate.py`) applies its thresholds to these rows. A key whose writer module changed
+between the two sides (another source hash) is not compared at all: its numbers measure other code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
 from typing import Literal
 
 from pydantic import BaseModel
 from rich.table import Table
 
-from harness.caps import format_size
-from reports.baseline import KEY_SEPARATOR, Baseline, RunAggregate, ScaleAggregate, status_text
-from reports.summary import count_text, markdown_table, number_text
+from harness.model import Metric, RunKey, metrics
+from reports.baseline import Aggregate, Baseline, RunAggregate, status_text
+from reports.summary import markdown_table, metric_text
 
-Presence = Literal["both", "base only", "current only"]
+Presence = Literal["both", "base only", "current only", "not comparable"]
 Kind = Literal["run", "scale"]
 KINDS: tuple[Kind, ...] = ("run", "scale")
+NOT_COMPARABLE = "not comparable (writer changed)"
 # Highlighted in the table only; the gate's own thresholds decide what fails.
 NOTABLE_RATIO = 1.10
 NOTABLE_DELTA = 0.05
 
 
-def _size(value: float | None) -> str:
-    return format_size(None if value is None else int(value))
-
-
-def _whole(value: float | None) -> str:
-    return count_text(None if value is None else int(value))
-
-
-@dataclass(frozen=True)
-class Metric:
-    name: str  # field of the aggregate
-    header: str
-    show: Callable[[float | None], str]
-    as_delta: bool = False  # exponents compare by difference: a ratio of slopes means little
-
-
-RUN_METRICS = (
-    Metric("wall_s", "wall s (median)", number_text),
-    Metric("write_s", "write s (median)", number_text),
-    Metric("peak_memory_bytes", "peak mem", _size),
-    Metric("peak_rss_bytes", "peak rss", _size),
-    Metric("snapshots_added", "snapshots", _whole),
-    Metric("data_files", "data files", _whole),
-    Metric("metadata_files", "metadata files", _whole),
-    Metric("metadata_bytes", "metadata bytes", _size),
-)
-SCALE_METRICS = (
-    Metric("growth_exponent", "growth exponent", number_text, as_delta=True),
-    Metric("tail_exponent", "tail exponent", number_text, as_delta=True),
-    Metric("longest_write_s", "longest write s", number_text),
-)
-METRICS = {metric.name: metric for metric in RUN_METRICS + SCALE_METRICS}
+def kind_metrics(kind: Kind) -> list[Metric]:
+    return metrics("run" if kind == "run" else "fit")
 
 
 class MetricChange(BaseModel):
@@ -77,65 +49,82 @@ class MetricChange(BaseModel):
     def delta(self) -> float | None:
         return None if self.base is None or self.current is None else self.current - self.base
 
+    def change(self, metric: Metric) -> float | None:
+        return self.ratio if metric.compare == "ratio" else self.delta
+
 
 class KeyComparison(BaseModel):
-    """One run key (or scale key) of either side."""
+    """One run key (or fit key) of either side."""
 
     key: str
+    run_key: RunKey
     kind: Kind
     presence: Presence
     base_statuses: list[str] = []
     current_statuses: list[str] = []
+    base_sources: list[str] = []  # writer source hashes
+    current_sources: list[str] = []
     metrics: dict[str, MetricChange] = {}
     checks_now_failing: dict[str, str | None] = {}  # passed in every base repeat -> reason it fails now
     checks_now_passing: list[str] = []
 
 
-def _compare_key(
-    key: str,
-    kind: Kind,
-    base: RunAggregate | ScaleAggregate | None,
-    current: RunAggregate | ScaleAggregate | None,
-    metrics: Sequence[Metric],
-) -> KeyComparison:
+def _writer_changed(base: Aggregate, current: Aggregate) -> bool:
+    # Runs recorded before the hash existed have none: unknown is no change.
+    return (
+        bool(base.writer_sources and current.writer_sources) and base.writer_sources != current.writer_sources
+    )
+
+
+def _compare_key(key: str, kind: Kind, base: Aggregate | None, current: Aggregate | None) -> KeyComparison:
+    either = base if base is not None else current
+    assert either is not None  # a key comes from one side at least
     presence: Presence = "current only" if base is None else "base only" if current is None else "both"
-    return KeyComparison(
+    if base is not None and current is not None and _writer_changed(base, current):
+        presence = "not comparable"
+    row = KeyComparison(
         key=key,
+        run_key=either.key,
         kind=kind,
         presence=presence,
         base_statuses=list(base.statuses) if base is not None else [],
         current_statuses=list(current.statuses) if current is not None else [],
-        metrics={
-            # getattr's default covers the side that lacks the key.
-            m.name: MetricChange(
-                metric=m.name, base=getattr(base, m.name, None), current=getattr(current, m.name, None)
-            )
-            for m in metrics
-        },
+        base_sources=base.writer_sources if base is not None else [],
+        current_sources=current.writer_sources if current is not None else [],
     )
-
-
-def _compare_runs(key: str, base: RunAggregate | None, current: RunAggregate | None) -> KeyComparison:
-    comparison = _compare_key(key, "run", base, current, RUN_METRICS)
-    if base is not None and current is not None:
-        comparison.checks_now_failing = {
+    if presence == "not comparable":
+        return row
+    row.metrics = {
+        m.name: MetricChange(
+            metric=m.name,
+            base=base.value(m.name) if base is not None else None,
+            current=current.value(m.name) if current is not None else None,
+        )
+        for m in kind_metrics(kind)
+    }
+    if isinstance(base, RunAggregate) and isinstance(current, RunAggregate):
+        row.checks_now_failing = {
             name: reason for name, reason in current.checks_failed.items() if name in base.checks_passed
         }
-        comparison.checks_now_passing = [name for name in current.checks_passed if name in base.checks_failed]
-    return comparison
+        row.checks_now_passing = [name for name in current.checks_passed if name in base.checks_failed]
+    return row
 
 
 def compare(base: Baseline, current: Baseline) -> list[KeyComparison]:
-    """Every run key, then every scale key, of either side, sorted."""
+    """Every run key, then every fit key, of either side, sorted."""
     rows = [
-        _compare_runs(key, base.runs.get(key), current.runs.get(key))
+        _compare_key(key, "run", base.runs.get(key), current.runs.get(key))
         for key in sorted(base.runs.keys() | current.runs.keys())
     ]
     rows += [
-        _compare_key(key, "scale", base.scales.get(key), current.scales.get(key), SCALE_METRICS)
+        _compare_key(key, "scale", base.scales.get(key), current.scales.get(key))
         for key in sorted(base.scales.keys() | current.scales.keys())
     ]
     return rows
+
+
+def not_comparable(rows: Sequence[KeyComparison]) -> list[KeyComparison]:
+    return [row for row in rows if row.presence == "not comparable"]
 
 
 def change_text(change: float | None, as_delta: bool) -> str:
@@ -144,25 +133,32 @@ def change_text(change: float | None, as_delta: bool) -> str:
     return f"{change:+.2f}" if as_delta else f"{change:.2f}x"
 
 
-def _metric_cell(metric: Metric, change: MetricChange, markup: bool) -> str:
+def _metric_cell(metric: Metric, change: MetricChange | None, markup: bool) -> str:
     """`base → current (ratio)`; in the terminal the ratio goes on a line of its own, to fit."""
-    if change.base is None and change.current is None:
+    if change is None or (change.base is None and change.current is None):
         return "-"
-    values = f"{metric.show(change.base)} → {metric.show(change.current)}"
-    amount = change.delta if metric.as_delta else change.ratio
+    values = f"{metric_text(metric, change.base)} → {metric_text(metric, change.current)}"
+    amount = change.change(metric)
     if amount is None:
         return values
-    text = change_text(amount, metric.as_delta)
+    as_delta = metric.compare == "delta"
+    text = change_text(amount, as_delta)
     if not markup:
         return f"{values} ({text})"
-    worse = amount > NOTABLE_DELTA if metric.as_delta else amount >= NOTABLE_RATIO
-    better = amount < -NOTABLE_DELTA if metric.as_delta else amount <= 1 / NOTABLE_RATIO
+    notable = NOTABLE_DELTA if as_delta else NOTABLE_RATIO
+    # Better by as much is worse for a metric that should go the other way.
+    worse = metric.worse(amount, notable)
+    better = metric.model_copy(update={"better": "higher" if metric.better == "lower" else "lower"}).worse(
+        amount, notable
+    )
     if worse or better:
         text = f"[{'red' if worse else 'green'}]{text}[/]"
     return f"{values}\n{text}"
 
 
 def _status_cell(row: KeyComparison) -> str:
+    if row.presence == "not comparable":
+        return NOT_COMPARABLE
     if row.presence != "both":
         return row.presence
     base, current = status_text(row.base_statuses), status_text(row.current_statuses)
@@ -180,35 +176,57 @@ def _checks_cell(row: KeyComparison, markup: bool) -> str:
     return "; ".join(parts) or "-"
 
 
-def _key_headers(kind: Kind) -> list[str]:
-    return ["scenario", "writer", "preset"] + (["stack"] if kind == "run" else [])
+class Layout(BaseModel):
+    """The columns of one kind's table: the setup column only when the keys' setups differ (else
+    it is the caption's), metric columns only where some row has a value."""
+
+    kind: Kind
+    setup: str | None  # shared by every row: said once, in the caption
+    metrics: list[Metric]
+
+    @property
+    def key_headers(self) -> list[str]:
+        return ["scenario", "writer", "preset", "stack"] + (["setup"] if self.setup is None else [])
+
+    @property
+    def headers(self) -> list[str]:
+        checks = ["checks"] if self.kind == "run" else []
+        return [*self.key_headers, "status", *(m.label for m in self.metrics), *checks]
+
+    @property
+    def numeric(self) -> range:
+        first = len(self.key_headers) + 1  # after the key and the status
+        return range(first, first + len(self.metrics))
+
+    def caption(self, title: str) -> str:
+        what = "runs (base → current, change)" if self.kind == "run" else "scale fits"
+        return f"{title}: {what}" + (f", {self.setup}" if self.setup else "")
 
 
-def _key_cells(key: str, kind: Kind) -> list[str]:
-    """The key's parts under their headers; a library variant (a last, extra part) joins the writer."""
-    parts = key.split(KEY_SEPARATOR)
-    width = len(_key_headers(kind))
-    if len(parts) > width:
-        parts[1] = f"{parts[1]} [{parts[width]}]"
-    return parts[:width]
+def _layout(rows: Sequence[KeyComparison], kind: Kind) -> Layout:
+    setups = {row.run_key.setup for row in rows}
+    shown = [
+        m
+        for m in kind_metrics(kind)
+        if any(_metric_cell(m, row.metrics.get(m.name), markup=False) != "-" for row in rows)
+    ]
+    return Layout(kind=kind, setup=setups.pop() if len(setups) == 1 else None, metrics=shown)
 
 
-def _table_rows(rows: Sequence[KeyComparison], kind: Kind, markup: bool) -> list[list[str]]:
-    metrics = RUN_METRICS if kind == "run" else SCALE_METRICS
+def _key_cells(key: RunKey, layout: Layout) -> list[str]:
+    writer = f"{key.writer} [{key.variant}]" if key.variant else key.writer
+    return [key.scenario, writer, key.preset, key.stack] + ([key.setup] if layout.setup is None else [])
+
+
+def _table_rows(rows: Sequence[KeyComparison], layout: Layout, markup: bool) -> list[list[str]]:
     cells = []
-    for row in (r for r in rows if r.kind == kind):
-        line = [*_key_cells(row.key, kind), _status_cell(row)]
-        line += [_metric_cell(m, row.metrics[m.name], markup) for m in metrics]
-        if kind == "run":
+    for row in rows:
+        line = [*_key_cells(row.run_key, layout), _status_cell(row)]
+        line += [_metric_cell(m, row.metrics.get(m.name), markup) for m in layout.metrics]
+        if layout.kind == "run":
             line.append(_checks_cell(row, markup))
         cells.append(line)
     return cells
-
-
-def _headers(kind: Kind) -> list[str]:
-    metrics = RUN_METRICS if kind == "run" else SCALE_METRICS
-    checks = ["checks"] if kind == "run" else []
-    return [*_key_headers(kind), "status", *(m.header for m in metrics), *checks]
 
 
 def rich_table(
@@ -227,30 +245,29 @@ def rich_table(
     return table
 
 
-def _numeric_columns(kind: Kind) -> range:
-    metrics = RUN_METRICS if kind == "run" else SCALE_METRICS
-    first = len(_key_headers(kind)) + 1  # after the key and the status
-    return range(first, first + len(metrics))
+def _tables(rows: Sequence[KeyComparison]) -> list[tuple[Layout, list[KeyComparison]]]:
+    """The run table always, the fit table when either side has fits."""
+    found = []
+    for kind in KINDS:
+        of_kind = [row for row in rows if row.kind == kind]
+        if of_kind or kind == "run":
+            found.append((_layout(of_kind, kind), of_kind))
+    return found
 
 
 def comparison_tables(rows: Sequence[KeyComparison], title: str = "compare") -> list[Table]:
-    """One table of run keys and, when either side has scale fits, one of those."""
-    tables = []
-    for kind in KINDS:
-        cells = _table_rows(rows, kind, markup=True)
-        if cells or kind == "run":
-            caption = f"{title}: runs (base → current, ratio)" if kind == "run" else f"{title}: scale fits"
-            tables.append(rich_table(caption, _headers(kind), cells, _numeric_columns(kind)))
-    return tables
+    return [
+        rich_table(layout.caption(title), layout.headers, _table_rows(of_kind, layout, True), layout.numeric)
+        for layout, of_kind in _tables(rows)
+    ]
 
 
-def comparison_markdown(rows: Sequence[KeyComparison]) -> str:
-    parts = []
-    for kind in KINDS:
-        cells = _table_rows(rows, kind, markup=False)
-        if cells or kind == "run":
-            parts.append(markdown_table(_headers(kind), cells, _numeric_columns(kind)))
-    return "\n\n".join(parts)
+def comparison_markdown(rows: Sequence[KeyComparison], title: str = "compare") -> str:
+    return "\n\n".join(
+        f"{layout.caption(title)}\n\n"
+        + markdown_table(layout.headers, _table_rows(of_kind, layout, False), layout.numeric)
+        for layout, of_kind in _tables(rows)
+    )
 
 
 def version_changes(base: Baseline, current: Baseline) -> list[str]:

@@ -1,61 +1,70 @@
 """The regression gate: thresholds applied to a comparison of current results with a baseline.
 
 What counts as a regression: a correctness check that passed now fails; a run that was ok no
-longer is (oom, error, unsupported); peak memory grew beyond a ratio; the median wall time grew
-beyond a ratio; the growth exponent of a scale fit rose beyond a delta; a key of the baseline
-is missing from the current results. Improvements and new keys never fail the gate.
+longer is (oom, error, unsupported); a metric the registry gates (harness/model.py METRICS: peak
+memory, wall time, manifests, orphan files, a fit's growth exponent) got worse beyond its
+threshold; a key of the baseline is missing from the current results. Improvements and new keys
+never fail the gate; keys whose writer module changed are listed as not comparable, never failed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 from rich.table import Table
 
 from harness.errors import IcebenchError, first_error
+from harness.model import Metric, metric, metrics
 from harness.settings import read_toml
 from reports.baseline import Baseline, status_text
-from reports.compare import METRICS, KeyComparison, change_text, compare, rich_table
-from reports.summary import markdown_table
+from reports.compare import KeyComparison, change_text, compare, kind_metrics, rich_table
+from reports.summary import markdown_table, metric_text
 
-RegressionKind = Literal[
-    "check_regressed", "status_regressed", "peak_memory", "wall_time", "growth_exponent", "missing"
-]
+
+def threshold_defaults() -> dict[str, float]:
+    """Every key of the [gate] table and its default: the limit of each gated metric, and its floor."""
+    defaults: dict[str, float] = {}
+    for m in _gated():
+        assert m.gate is not None and m.threshold is not None
+        defaults[m.threshold] = m.gate.limit
+        if m.gate.floor is not None:
+            defaults[m.gate.floor.name] = m.gate.floor.value
+    return defaults
+
+
+def _gated() -> list[Metric]:
+    return [m for m in metrics("run") + metrics("fit") if m.gate is not None]
 
 
 class GateThresholds(BaseModel):
-    """The `[gate]` table of a config file; every field is optional there."""
+    """The `[gate]` table of a config file; every key is optional there. Its keys come from the
+    metric registry: `<kind>_ratio` or `<kind>_delta` per gated metric, and their floors
+    (`min_wall_s`, ...)."""
 
-    model_config = ConfigDict(extra="forbid")
-    peak_memory_ratio: float = Field(
-        1.25,
-        ge=1,
-        description="fail when a run key's peak memory (max of its repeats) exceeds the baseline's "
-        "by more than this ratio",
-    )
-    wall_time_ratio: float = Field(
-        1.5,
-        ge=1,
-        description="fail when a run key's median wall time exceeds the baseline's by more than this ratio",
-    )
-    min_wall_s: float = Field(
-        1.0,
-        ge=0,
-        description="wall-time ratios count only when the current median is at least this long: "
-        "sub-second times are mostly start-up noise",
-    )
-    growth_exponent_delta: float = Field(
-        0.3, ge=0, description="fail when a scale fit's growth exponent rose by more than this"
-    )
-    min_scale_write_s: float = Field(
-        2.0,
-        ge=0,
-        description="growth exponents count only when the fit's longest write took at least this long: "
-        "fits over sub-second totals are start-up noise",
-    )
+    model_config = ConfigDict(extra="allow")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_and_filled(cls, data: Any) -> dict[str, float]:
+        defaults = threshold_defaults()
+        given = dict(data) if isinstance(data, dict) else {}
+        for name, value in given.items():
+            if name not in defaults:
+                raise PydanticCustomError(
+                    "unknown_threshold", f"{name}: no such threshold; known: {', '.join(defaults)}"
+                )
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise PydanticCustomError("threshold", f"{name}: a number of at least 0 (got {value!r})")
+            if name.endswith("_ratio") and value < 1:
+                raise PydanticCustomError("threshold", f"{name}: a ratio of at least 1 (got {value!r})")
+        return {**defaults, **{name: float(value) for name, value in given.items()}}
+
+    def limit(self, name: str) -> float:
+        return float((self.model_extra or {})[name])
 
 
 class GateFailed(IcebenchError):
@@ -65,12 +74,12 @@ class GateFailed(IcebenchError):
 
 
 class Regression(BaseModel):
-    key: str  # run key (scenario|writer|preset|stack) or scale key (scenario|writer|preset)
-    kind: RegressionKind
+    key: str  # run key, or fit key (the run key less the batch axis)
+    kind: str  # check_regressed, status_regressed, missing, or a gated metric's kind (wall_time, ...)
     subject: str  # the check, the metric, or `status` / `key`
     base: float | str | None = None
     current: float | str | None = None
-    change: float | None = None  # current/base for memory and wall time, current-base for exponents
+    change: float | None = None  # current/base, or current-base for the metrics compared so
     threshold: float | None = None
     detail: str | None = None  # e.g. why the check fails now
 
@@ -107,74 +116,60 @@ def _checks_regressed(row: KeyComparison) -> list[Regression]:
     ]
 
 
-def _ratio_regressed(
-    row: KeyComparison, kind: RegressionKind, metric: str, threshold: float, floor: float = 0.0
-) -> Regression | None:
-    change = row.metrics[metric]
-    ratio = change.ratio
-    if ratio is None or change.current is None or ratio <= threshold or change.current < floor:
+def _metric_regressed(row: KeyComparison, gated: Metric, thresholds: GateThresholds) -> Regression | None:
+    assert gated.gate is not None and gated.threshold is not None
+    subject = gated.name
+    own = row.metrics.get(subject)
+    # E.g. the kernel's peak where both sides have it; the resident peak where the isolation gave none.
+    if gated.gate.fallback and (own is None or own.base is None or own.current is None):
+        subject = gated.gate.fallback
+    change = row.metrics.get(subject)
+    amount = change.change(gated) if change is not None else None
+    limit = thresholds.limit(gated.threshold)
+    if change is None or amount is None or not gated.worse(amount, limit):
         return None
+    floor = gated.gate.floor
+    if floor is not None:
+        reached = row.metrics.get(floor.metric)
+        if (
+            reached is not None
+            and reached.current is not None
+            and reached.current < thresholds.limit(floor.name)
+        ):
+            return None
     return Regression(
         key=row.key,
-        kind=kind,
-        subject=metric,
+        kind=gated.gate.kind,
+        subject=subject,
         base=change.base,
         current=change.current,
-        change=ratio,
-        threshold=threshold,
-    )
-
-
-def _memory_metric(row: KeyComparison) -> str:
-    # The kernel's peak where both sides have it; the resident peak where the isolation gave none.
-    kernel = row.metrics["peak_memory_bytes"]
-    return "peak_memory_bytes" if kernel.base is not None and kernel.current is not None else "peak_rss_bytes"
-
-
-def _growth_regressed(row: KeyComparison, threshold: float, floor: float) -> Regression | None:
-    change = row.metrics["growth_exponent"]
-    delta = change.delta
-    longest = row.metrics["longest_write_s"].current
-    if delta is None or delta <= threshold or (longest is not None and longest < floor):
-        return None
-    return Regression(
-        key=row.key,
-        kind="growth_exponent",
-        subject="growth_exponent",
-        base=change.base,
-        current=change.current,
-        change=delta,
-        threshold=threshold,
+        change=amount,
+        threshold=limit,
     )
 
 
 def _regressions_of(row: KeyComparison, thresholds: GateThresholds) -> list[Regression]:
-    if row.presence == "current only":
-        return []  # new keys are not regressions
+    if row.presence in ("current only", "not comparable"):
+        return []  # new keys are not regressions; a changed writer is listed, not judged
     if row.presence == "base only":
         return [Regression(key=row.key, kind="missing", subject="key", base="present", current="missing")]
     status = _status_regressed(row)
     if status is not None:
         # A run that no longer completes has no comparable numbers: its status is the regression.
         return [status, *_checks_regressed(row)]
-    if row.kind == "scale":
-        found = [_growth_regressed(row, thresholds.growth_exponent_delta, thresholds.min_scale_write_s)]
-    else:
-        found = [
-            _ratio_regressed(row, "peak_memory", _memory_metric(row), thresholds.peak_memory_ratio),
-            _ratio_regressed(
-                row, "wall_time", "wall_s", thresholds.wall_time_ratio, floor=thresholds.min_wall_s
-            ),
-        ]
+    found = [_metric_regressed(row, m, thresholds) for m in kind_metrics(row.kind) if m.gate is not None]
     return _checks_regressed(row) + [regression for regression in found if regression is not None]
+
+
+def regressions(rows: Sequence[KeyComparison], thresholds: GateThresholds | None = None) -> list[Regression]:
+    """Every regression among compared rows; empty when the gate passes."""
+    thresholds = thresholds or GateThresholds()
+    return [regression for row in rows for regression in _regressions_of(row, thresholds)]
 
 
 def gate(baseline: Baseline, current: Baseline, thresholds: GateThresholds | None = None) -> list[Regression]:
     """Every regression of current against baseline; empty when the gate passes."""
-    thresholds = thresholds or GateThresholds()
-    return [
-        regression for row in compare(baseline, current) for regression in _regressions_of(row, thresholds)
-    ]
+    return regressions(compare(baseline, current), thresholds)
 
 
 HEADERS = ("run key", "kind", "what", "baseline", "current", "change", "threshold", "detail")
@@ -184,12 +179,13 @@ NUMERIC_COLUMNS = range(3, 7)
 def _value_text(subject: str, value: float | str | None) -> str:
     if value is None:
         return "-"
-    metric = METRICS.get(subject)
-    return metric.show(float(value)) if metric and not isinstance(value, str) else str(value)
+    known = metric(subject)
+    return metric_text(known, float(value)) if known and not isinstance(value, str) else str(value)
 
 
 def _cells(regression: Regression) -> list[str]:
-    as_delta = regression.kind == "growth_exponent"
+    known = metric(regression.subject)
+    as_delta = known is not None and known.compare == "delta"
     return [
         regression.key,
         regression.kind,

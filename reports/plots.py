@@ -1,15 +1,17 @@
 """Matplotlib figures of a results folder: what a person would rather look at than read.
 
-Each function takes run records (or scale results) and returns a Figure; reports/html.py embeds
-them. Repeated runs of one pair are shown once, by their median-wall-time run.
+Each function takes run records (or the growth fits of their scale points) and returns a
+Figure; reports/report.py embeds them. Repeated runs of one pair are shown once, by their
+median-wall-time run.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import matplotlib
 import matplotlib.colors
@@ -20,26 +22,20 @@ import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from harness.model import RunRecord
-from harness.results import ScaleResult
-from harness.writers import writers
+from harness.model import Metric, RunRecord, metrics, run_key
+from reports.fits import Fit, point_batches
 
 MIB = 2**20
 STATUS_COLOURS = {"ok": "#4c72b0", "oom": "#c44e52", "error": "#8c8c8c"}
-RunKey = tuple[str, str, str, str, str | None]  # scenario, writer, preset, stack, variant
-
-
-def run_key(record: RunRecord) -> RunKey:
-    return record.scenario, record.writer, record.preset, record.stack, record.variant
 
 
 def representatives(records: Iterable[RunRecord]) -> list[RunRecord]:
     """One run per pair: the one with the median wall time among its repeats (ran ones only;
     the points of scale runs, fed prefixes of the source, are shown by the scale plots)."""
-    groups: dict[RunKey, list[RunRecord]] = defaultdict(list)
+    groups: dict[str, list[RunRecord]] = defaultdict(list)
     for record in records:
         if record.status != "unsupported" and record.limit_rows is None:
-            groups[run_key(record)].append(record)
+            groups[run_key(record).text].append(record)
     chosen = []
     for group in groups.values():
         group.sort(key=lambda r: r.wall_s if r.wall_s is not None else float("inf"))
@@ -60,17 +56,23 @@ def _label(record: RunRecord, several_presets: bool) -> str:
     return f"{record.writer} [{', '.join(tags)}]" if tags else record.writer
 
 
-def _scale_label(scale: ScaleResult) -> str:
-    return f"{scale.writer} [{scale.variant}]" if scale.variant else scale.writer
+def _fit_label(fit: Fit) -> str:
+    return f"{fit.key.writer} [{fit.key.variant}]" if fit.key.variant else fit.key.writer
 
 
 def _colours(labels: Iterable[str]) -> dict[str, str]:
-    """One colour per writer in every figure of a report: by the writer's place among all writers
-    (labels of other presets, "writer [preset]", after them)."""
+    """A colour per label that stays the same from figure to figure and report to report: the
+    palette slot a hash of the name picks, or the next free one when two names of a figure meet."""
     palette = plt.get_cmap("tab10").colors
-    wanted, known = set(labels), sorted(writers())
-    order = {label: index for index, label in enumerate(known + sorted(wanted - set(known)))}
-    return {label: matplotlib.colors.to_hex(palette[order[label] % len(palette)]) for label in wanted}
+    colours: dict[str, str] = {}
+    used: set[int] = set()
+    for label in sorted(set(labels)):
+        slot = int(hashlib.sha256(label.encode()).hexdigest(), 16) % len(palette)
+        while slot in used and len(used) < len(palette):  # more labels than colours: they share
+            slot = (slot + 1) % len(palette)
+        used.add(slot)
+        colours[label] = matplotlib.colors.to_hex(palette[slot])
+    return colours
 
 
 def _by_scenario(records: Sequence[RunRecord]) -> dict[str, list[RunRecord]]:
@@ -129,30 +131,30 @@ def latency_figure(records: Sequence[RunRecord]) -> Figure | None:
     return figure
 
 
-def scale_figure(scales: Sequence[ScaleResult]) -> Figure | None:
+def scale_figure(fits: Sequence[Fit]) -> Figure | None:
     """Total write time against batch count on log-log axes, with the fitted exponent."""
-    fitted = [scale for scale in scales if scale.growth_exponent is not None]
+    fitted = [fit for fit in fits if fit.growth_exponent is not None]
     if not fitted:
         return None
     figure, axis = plt.subplots(figsize=(7, 4.5), layout="constrained")
-    colours = _colours(_scale_label(scale) for scale in fitted)
-    for scale in fitted:
-        points = [(p.batches, p.write_s) for p in scale.points if p.status == "ok" and p.write_s]
+    colours = _colours(_fit_label(fit) for fit in fitted)
+    for fit in fitted:
+        points = [(point_batches(p), p.write_s) for p in fit.points if p.status == "ok" and p.write_s]
         counts, totals = zip(*points, strict=True)
-        colour = colours[_scale_label(scale)]
+        colour = colours[_fit_label(fit)]
         label = (
-            f"{_scale_label(scale)} ({scale.scenario}, {scale.preset}): exponent {scale.growth_exponent:.2f}"
+            f"{_fit_label(fit)} ({fit.key.scenario}, {fit.key.preset}): exponent {fit.growth_exponent:.2f}"
         )
-        axis.plot(counts, totals, "o-", color=colour, label=f"{label}, {scale.growth_class}")
+        axis.plot(counts, totals, "o", color=colour, label=f"{label}, {fit.growth_class}")
         # The fitted power law through the geometric centre of the points.
         centre_x = statistics.geometric_mean(counts)
         centre_y = statistics.geometric_mean(totals)
-        exponent = scale.growth_exponent or 0.0
-        fit = [centre_y * (count / centre_x) ** exponent for count in counts]
-        axis.plot(counts, fit, ls=":", color=colour)
-        for point in scale.points:
+        exponent = fit.growth_exponent or 0.0
+        line = sorted(set(counts))
+        axis.plot(line, [centre_y * (count / centre_x) ** exponent for count in line], ls=":", color=colour)
+        for point in fit.points:
             if point.status != "ok":
-                axis.annotate(point.status, (point.batches, min(totals)), color="#c44e52")
+                axis.annotate(point.status, (point_batches(point), min(totals)), color="#c44e52")
     axis.set_xscale("log")
     axis.set_yscale("log")
     axis.set_xlabel("batches (same rows per batch)")
@@ -221,17 +223,14 @@ def timeline_figure(records: Sequence[RunRecord]) -> Figure | None:
     return figure
 
 
-METRICS: list[tuple[str, str, Callable[[RunRecord], float | None]]] = [
-    ("wall time", "s", lambda r: r.wall_s),
-    ("oracle verify time", "s", lambda r: r.verify_s),
-    ("snapshots added", "", lambda r: r.snapshots_added),
-    ("live data files", "", lambda r: r.data_files),
-    ("new metadata", "KiB", lambda r: None if r.metadata_bytes is None else r.metadata_bytes / 1024),
-]
+def _plotted(record: RunRecord, metric: Metric) -> float:
+    value = getattr(record, metric.name, None) or 0
+    return value / 1024 if metric.unit == "bytes" else value  # metadata: KiB, not MiB
 
 
 def metrics_figure(records: Sequence[RunRecord]) -> Figure | None:
-    """Wall time, snapshots added, data files and metadata bytes: writers side by side per scenario."""
+    """The registry's plotted metrics (wall time, snapshots added, data files, metadata bytes, ...):
+    writers side by side per scenario."""
     runs = representatives(records)
     if not runs:
         return None
@@ -240,15 +239,19 @@ def metrics_figure(records: Sequence[RunRecord]) -> Figure | None:
     labels = sorted({_label(r, several) for r in runs})
     table = {(r.scenario, _label(r, several)): r for r in runs}
     colours = _colours(labels)
-    figure, axes = _panels(len(METRICS), width=6.5, height=3.4)
+    plotted = [m for m in metrics("run") if m.plot]
+    figure, axes = _panels(len(plotted), width=6.5, height=3.4)
     width = 0.8 / len(labels)
-    for axis, (title, unit, metric) in zip(axes, METRICS, strict=True):
+    for axis, metric in zip(axes, plotted, strict=True):
         for offset, label in enumerate(labels):
-            values = [metric(table[(s, label)]) if (s, label) in table else None for s in scenario_names]
+            values = [
+                _plotted(table[(s, label)], metric) if (s, label) in table else 0 for s in scenario_names
+            ]
             positions = [i + offset * width for i in range(len(scenario_names))]
-            axis.bar(positions, [v or 0 for v in values], width=width, label=label, color=colours[label])
+            axis.bar(positions, values, width=width, label=label, color=colours[label])
         axis.set_xticks([i + 0.4 - width / 2 for i in range(len(scenario_names))], scenario_names)
-        axis.set_title(title + (f" ({unit})" if unit else ""))
+        unit = {"bytes": "KiB", "s": "s"}.get(metric.unit)
+        axis.set_title(metric.label + (f" ({unit})" if unit else ""))
         axis.tick_params(axis="x", labelsize=8)
         axis.grid(alpha=0.3, axis="y")
     axes[0].legend(fontsize=7)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +13,8 @@ from matplotlib.figure import Figure
 
 from harness.errors import IcebenchError
 from harness.model import RunRecord
-from harness.results import ScaleResult, read_runs, read_scales
+from harness.results import read_environment, read_runs
+from reports.fits import Fit, fits
 from reports.plots import (
     latency_figure,
     metrics_figure,
@@ -26,16 +26,16 @@ from reports.plots import (
 from reports.summary import (
     FAILED_CHECK_HEADERS,
     failed_check_rows,
+    fit_rows,
+    fit_title,
     markdown_table,
-    scale_rows,
-    scale_title,
     summary_rows,
     worker_rows,
 )
 
-PLOTS: list[tuple[str, str, Callable[[list[RunRecord], list[ScaleResult]], Figure | None]]] = [
+PLOTS: list[tuple[str, str, Callable[[list[RunRecord], list[Fit]], Figure | None]]] = [
     ("latency", "Step and commit latency per batch", lambda runs, _: latency_figure(runs)),
-    ("scale", "Total write time against batch count", lambda _, scales: scale_figure(scales)),
+    ("scale", "Total write time against batch count", lambda _, found: scale_figure(found)),
     ("peak-memory", "Peak memory against the cap", lambda runs, _: peak_memory_figure(runs)),
     ("memory-timeline", "Memory over each run", lambda runs, _: timeline_figure(runs)),
     ("metrics", "Wall time, snapshots, data files, metadata", lambda runs, _: metrics_figure(runs)),
@@ -69,7 +69,8 @@ def write_report(folder: Path) -> Report:
     """Renders every plot that has data and writes the two pages; returns their paths."""
     if not (folder / "runs.jsonl").is_file():
         raise IcebenchError(f"{folder} holds no runs.jsonl")
-    runs, scales = read_runs(folder), read_scales(folder)
+    runs = read_runs(folder)
+    scales = fits(runs)
     plot_dir = folder / "plots"
     plot_dir.mkdir(exist_ok=True)
     images: list[tuple[str, str, bytes]] = []
@@ -92,17 +93,19 @@ def write_report(folder: Path) -> Report:
 
 
 def _environment_line(folder: Path) -> str:
-    path = folder / "environment.json"
-    if not path.is_file():
+    env = read_environment(folder)
+    if env is None:
         return ""
-    env = json.loads(path.read_text())
-    machine, versions = env.get("machine", {}), env.get("versions", {})
-    settings = env.get("settings", {})
-    return (
-        f"{machine.get('cpus')} CPUs, {(machine.get('memory_bytes') or 0) / 2**30:.0f} GiB, "
-        f"Python {machine.get('python')}; isolation {env.get('isolation')}, stack {settings.get('stack')}, "
-        f"cap {settings.get('memory')}; " + ", ".join(f"{k} {v}" for k, v in versions.items())
+    machine, settings = env.machine, env.settings
+    git = env.icebench_git
+    code = f"icebench {git.commit[:12]}{' (modified)' if git.dirty else ''}; " if git else ""
+    where = (
+        f"{machine.cpus} CPUs, {machine.memory_bytes / 2**30:.0f} GiB, Python {machine.python}; "
+        if machine
+        else ""
     )
+    ran = f"isolation {env.isolation}, stack {settings.get('stack')}, cap {settings.get('memory')}; "
+    return code + where + ran + ", ".join(f"{k} {v}" for k, v in env.versions.items())
 
 
 def _profiles(runs: Sequence[RunRecord], folder: Path) -> list[list[str]]:
@@ -121,7 +124,7 @@ def _relative(path: Path, folder: Path) -> str:
 
 
 def _sections(
-    runs: list[RunRecord], scales: list[ScaleResult], images: list[tuple[str, str, bytes]], folder: Path
+    runs: list[RunRecord], scales: list[Fit], images: list[tuple[str, str, bytes]], folder: Path
 ) -> list[Section]:
     sections = [
         Section("Runs", *summary_rows(runs)),
@@ -129,7 +132,7 @@ def _sections(
     ]
     if any(run.workers for run in runs):
         sections.append(Section("Concurrent workers", *worker_rows(runs)))
-    sections += [Section(scale_title(scale), *scale_rows(scale)) for scale in scales]
+    sections += [Section(fit_title(fit), *fit_rows(fit)) for fit in scales]
     if profiles := _profiles(runs, folder):
         sections.append(Section("Allocation profiles (memray)", PROFILE_HEADERS, profiles, link_column=3))
     sections += [Section(caption, image=(name, data)) for name, caption, data in images]

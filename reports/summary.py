@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
+from functools import partial
 
 from rich.markup import escape
 from rich.table import Table
 
 from harness.caps import format_size
-from harness.model import RunRecord
-from harness.results import ScaleResult
+from harness.model import Metric, RunRecord, metrics
+from reports.fits import Fit, point_batches
 
 STATUS_STYLE = {"ok": "green", "oom": "bold red", "error": "red", "unsupported": "dim"}
 
@@ -34,39 +35,49 @@ def count_text(value: int | None) -> str:
     return "-" if value is None else str(value)
 
 
-def _metadata(r: RunRecord) -> str:
-    return "-" if r.metadata_files is None else f"{r.metadata_files} / {format_size(r.metadata_bytes)}"
+def metric_text(metric: Metric, value: float | None, digits: int = 2) -> str:
+    """A metric's value as its unit reads: sizes in KiB/MiB/GiB, counts whole, times to `digits`."""
+    if value is None:
+        return "-"
+    if metric.unit == "bytes":
+        return format_size(int(value))
+    if metric.unit == "count":
+        return str(int(value))
+    return number_text(value, digits if metric.unit == "s" else 2)
 
 
-# header, right-aligned, cell text. `peak rss` (resident) leads: it tells writers apart where
-# `peak mem` (the kernel's, page cache included) reads the cap for all of them.
-COLUMNS: list[tuple[str, bool, Callable[[RunRecord], str]]] = [
-    ("scenario", False, lambda r: r.scenario),
-    ("writer", False, lambda r: r.writer + (f" [{r.variant}]" if r.variant else "")),
-    ("status", False, lambda r: r.status),
-    ("peak rss", True, lambda r: format_size(r.peak_rss_bytes)),
-    ("peak mem", True, lambda r: format_size(r.peak_memory_bytes)),
-    ("wall s", True, lambda r: number_text(r.wall_s, 1)),
-    ("write s", True, lambda r: number_text(r.write_s, 1)),
-    ("verify s", True, lambda r: number_text(r.verify_s, 1)),
-    ("batches", True, lambda r: count_text(r.batches)),
-    ("late/early", True, lambda r: number_text(r.late_early_ratio)),
-    ("snapshots", True, lambda r: count_text(r.snapshots_added)),
-    ("data files", True, lambda r: count_text(r.data_files)),
-    ("metadata files / bytes", True, _metadata),
-]
+def _metric_cell(metric: Metric, record: RunRecord) -> str:
+    return metric_text(metric, getattr(record, metric.name, None), digits=1)
+
+
+def writer_text(record: RunRecord) -> str:
+    return record.writer + (f" [{record.variant}]" if record.variant else "")
+
+
+Column = tuple[str, bool, Callable[[RunRecord], str]]  # header, right-aligned, cell text
+
+
+def columns() -> list[Column]:
+    """What ran, then a column per summary metric of the registry (harness/model.py METRICS)."""
+    return [
+        ("scenario", False, lambda r: r.scenario),
+        ("writer", False, writer_text),
+        ("status", False, lambda r: r.status),
+        *((m.label, True, partial(_metric_cell, m)) for m in metrics("run") if m.summary),
+    ]
 
 
 def summary_table(records: Iterable[RunRecord], title: str = "icebench") -> Table:
     records = list(records)
     table = Table(title=title, header_style="bold")
-    for index, (header, right, cell) in enumerate(COLUMNS):
+    shown = columns()
+    for index, (header, right, cell) in enumerate(shown):
         # What ran (scenario, writer) is never wrapped: the figures give way first.
         whole = max((len(cell(r)) for r in records), default=0) if index < 2 else None
         table.add_column(header, justify="right" if right else "left", no_wrap=index < 2, min_width=whole)
     table.add_column("verdict")
     for r in records:
-        cells = [escape(cell(r)) for _, _, cell in COLUMNS]  # "[pyiceberg 0.9.1]" is no style
+        cells = [escape(cell(r)) for _, _, cell in shown]  # "[pyiceberg 0.9.1]" is no style
         cells[2] = f"[{STATUS_STYLE[r.status]}]{r.status}[/]"
         table.add_row(*cells, verdict_text(r))
     return table
@@ -80,9 +91,10 @@ def summary_tables(records: Sequence[RunRecord], title: str = "icebench") -> lis
 
 def summary_rows(records: Iterable[RunRecord]) -> tuple[list[str], list[list[str]], set[int]]:
     """Headers, plain-text cells and the right-aligned (numeric) columns, for Markdown and HTML."""
-    headers = [header for header, _, _ in COLUMNS] + ["verdict"]
-    rows = [[cell(r) for _, _, cell in COLUMNS] + [verdict_text(r, markup=False)] for r in records]
-    return headers, rows, {index for index, (_, right, _) in enumerate(COLUMNS) if right}
+    shown = columns()
+    headers = [header for header, _, _ in shown] + ["verdict"]
+    rows = [[cell(r) for _, _, cell in shown] + [verdict_text(r, markup=False)] for r in records]
+    return headers, rows, {index for index, (_, right, _) in enumerate(shown) if right}
 
 
 def markdown_table(
@@ -114,38 +126,37 @@ def failed_check_rows(records: Iterable[RunRecord]) -> list[list[str]]:
 FAILED_CHECK_HEADERS = ["scenario", "writer", "preset", "check", "reason", "upstream"]
 
 
-def scale_rows(result: ScaleResult) -> tuple[list[str], list[list[str]], set[int]]:
+def fit_rows(fit: Fit) -> tuple[list[str], list[list[str]], set[int]]:
+    """Each point of a scale fit (repeats one after the other)."""
     headers = ["batches", "status", "write s", "late/early", "peak mem", "peak rss"]
     rows = [
         [
-            str(p.batches),
+            str(point_batches(p)),
             p.status,
             number_text(p.write_s),
             number_text(p.late_early_ratio),
             format_size(p.peak_memory_bytes),
             format_size(p.peak_rss_bytes),
         ]
-        for p in result.points
+        for p in fit.points
     ]
     return headers, rows, {0, 2, 3, 4, 5}
 
 
-def scale_title(result: ScaleResult) -> str:
-    variant = f" [{result.variant}]" if result.variant else ""
-    title = (
-        f"scale {result.writer}{variant} / {result.scenario} / {result.preset}, "
-        f"{result.batch_rows} rows per batch"
-    )
-    if result.growth_exponent is not None and result.tail_exponent is not None:
+def fit_title(fit: Fit) -> str:
+    key = fit.key
+    variant = f" [{key.variant}]" if key.variant else ""
+    title = f"scale {key.writer}{variant} / {key.scenario} / {key.preset}, {key.batch_rows} rows per batch"
+    if fit.growth_exponent is not None and fit.tail_exponent is not None:
         title += (
-            f"; growth_exponent {result.growth_exponent:.2f} ({result.growth_class}), "
-            f"tail exponent {result.tail_exponent:.2f}"
+            f"; growth_exponent {fit.growth_exponent:.2f} ({fit.growth_class}), "
+            f"tail exponent {fit.tail_exponent:.2f}"
         )
     return title
 
 
-def scale_table(result: ScaleResult) -> Table:
-    return rich_table(escape(scale_title(result)).replace("; ", "\n"), *scale_rows(result))
+def fit_table(fit: Fit) -> Table:
+    return rich_table(escape(fit_title(fit)).replace("; ", "\n"), *fit_rows(fit))
 
 
 WORKER_HEADERS = ["scenario", "writer", "worker", "set", "status", "commits", "retries", "wall s", "peak mem"]
@@ -156,7 +167,7 @@ def worker_rows(records: Iterable[RunRecord]) -> tuple[list[str], list[list[str]
     rows = [
         [
             r.scenario,
-            r.writer + (f" [{r.variant}]" if r.variant else ""),
+            writer_text(r),
             w.name,
             w.source_set,
             w.status + (f": {w.error}" if w.error else ""),

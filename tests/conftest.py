@@ -2,7 +2,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from harness.datasets import SET_DEPENDENCIES
 from harness.matrix import prepare_data
@@ -39,7 +38,7 @@ def settings(icebench_root: Path) -> Settings:
 
 @pytest.fixture(scope="session")
 def tiny_sets(settings: Settings) -> DataSets:
-    return prepare_data(settings, "tiny", list(SET_DEPENDENCIES), Console(quiet=True))
+    return prepare_data(settings, "tiny", list(SET_DEPENDENCIES))
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from harness.cli import main
 from harness.results import read_runs
 from harness.writers import writers
 from reports.baseline import newest_results_folder
+from reports.fits import fits
 
 pytestmark = pytest.mark.usefixtures("cli_settings")
 
@@ -97,14 +98,11 @@ def test_scale_fits_a_growth_exponent(capsys, settings, tiny_sets):
     )
     assert code == 0
     assert "growth_exponent" in capsys.readouterr().out
-    (result,) = [
-        json.loads(line)
-        for line in (newest_results_folder(settings.results_dir) / "scale.jsonl").read_text().splitlines()
-    ]
-    assert [p["batches"] for p in result["points"]] == [2, 4, 8]
-    assert result["batch_rows"] == 10_000 // 8
-    assert result["growth_exponent"] is not None and result["tail_exponent"] is not None
     runs = read_runs(newest_results_folder(settings.results_dir))
+    (result,) = fits(runs)  # computed from the points in runs.jsonl
+    assert [p.batches for p in result.points] == [2, 4, 8]
+    assert result.key.batch_rows == 10_000 // 8
+    assert result.growth_exponent is not None and result.tail_exponent is not None
     assert all(r.verdict.passed for r in runs)  # prefixes of the set, judged against their own checksum
     assert [r.batches for r in runs] == [2, 4, 8]
     assert main(["summary", str(newest_results_folder(settings.results_dir))]) == 0

@@ -7,7 +7,6 @@ second append must fail without leaving a row behind.
 
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
-from rich.console import Console
 
 from generators.checksum import Checksum
 from harness.envs import Variant
@@ -62,7 +61,7 @@ def test_both_appends_land_after_pyiceberg_retries(
 
 
 def test_without_retries_the_second_append_fails_cleanly(settings):
-    sets = prepare_data(settings, "narrow", list(get_scenario(SCENARIO)().needs), Console(quiet=True))
+    sets = prepare_data(settings, "narrow", list(get_scenario(SCENARIO)().needs))
     store = ResultsStore(settings.results_dir)
     old = Runner(settings, store, EmbeddedStack(settings), Variant("pyiceberg", NO_RETRIES))
     record = old.run(RunPlan(SCENARIO, "pyiceberg-table", "narrow", sets, 20_000, cap_bytes=1 << 30))

@@ -47,11 +47,10 @@ def test_scenario_in_a_container_against_s3_and_rest(docker_stack, tiny_sets):
 
 
 def test_container_over_its_cap_is_an_oom_result(docker_stack, settings):
-    from rich.console import Console
 
     from harness.matrix import prepare_data
 
-    sets = prepare_data(settings, "small", ["base"], Console(quiet=True))
+    sets = prepare_data(settings, "small", ["base"])
     record = docker_stack.run(RunPlan("append", "pyiceberg-table", "small", sets, 10_000, 450 * 2**20))
     assert record.status == "oom", record.error
     assert record.oom_kills >= 1 and "OOM" in record.error

@@ -8,7 +8,7 @@ import pytest
 from harness.caps import machine_memory_bytes
 from harness.cli import main
 from harness.errors import IcebenchWarning
-from harness.model import RunRecord
+from harness.model import Environment, RunRecord
 from harness.redaction import redact
 from harness.results import ResultsStore, read_runs
 from harness.settings import load_settings
@@ -88,7 +88,7 @@ def a_record(run_id: str) -> RunRecord:
 
 def test_baseline_and_report_paths_that_cannot_be_written(capsys, tmp_path):
     store = ResultsStore(tmp_path / "results")
-    store.write_environment({})
+    store.write_environment(Environment())
     store.append(a_record(store.run_id))
     blocker = tmp_path / "a-file"
     blocker.write_text("")
@@ -146,7 +146,7 @@ def test_redaction_of_uris_and_secret_parameters():
 
 def test_results_never_hold_a_password_from_the_settings(tmp_path):
     store = ResultsStore(tmp_path)
-    store.write_environment({"settings": {"catalog_uri": "https://u:topsecret@catalog.example/api"}})
+    store.write_environment(Environment(settings={"catalog_uri": "https://u:topsecret@catalog.example/api"}))
     written = (store.folder / "environment.json").read_text()
     assert "topsecret" not in written and "https://u:***@catalog.example/api" in written
 

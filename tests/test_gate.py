@@ -7,16 +7,16 @@ import pytest
 from harness.cli import main
 from harness.errors import IcebenchError
 from harness.model import Check, RunRecord, Verdict
-from harness.results import ResultsStore, ScalePoint, ScaleResult
+from harness.results import ResultsStore
 from reports.baseline import build_baseline, load_baseline, save_baseline
 from reports.compare import compare, comparison_markdown
 from reports.gate import GateThresholds, gate, load_thresholds, regressions_markdown
 
 MIB = 2**20
 CHECKS = ("row_count", "keys_unique", "content_checksum")
-APPEND_KEY = "append|pyiceberg-table|tiny|embedded"
-UPSERT_KEY = "upsert|pyiceberg-txn-batches|tiny|embedded"
-SCALE_KEY = "append|pyiceberg-txn-batches|tiny"
+APPEND_KEY = "append|pyiceberg-table|tiny|embedded|cgroup 1g|2000 rows/batch"
+UPSERT_KEY = "upsert|pyiceberg-txn-batches|tiny|embedded|cgroup 1g|2000 rows/batch"
+SCALE_KEY = "append|pyiceberg-txn-batches|tiny|embedded|cgroup 1g|50 rows/batch"
 
 
 def run(
@@ -25,6 +25,7 @@ def run(
     *,
     status="ok",
     wall_s=10.0,
+    write_s=None,
     peak_mib=500,
     failing=(),
     repeat=0,
@@ -48,7 +49,7 @@ def run(
         batch_rows=batch_rows,
         batches=rows // batch_rows,
         wall_s=wall_s,
-        write_s=wall_s * 0.8,
+        write_s=wall_s * 0.8 if write_s is None else write_s,
         peak_memory_bytes=peak_mib * MIB,
         peak_rss_bytes=peak_mib * MIB // 2,
         snapshots_added=1,
@@ -56,6 +57,7 @@ def run(
         metadata_files=1,
         metadata_bytes=20_000,
         isolation="cgroup",
+        cap_bytes=2**30,
         versions={"pyiceberg": "0.12.0", "pyarrow": "26.0.1"},
         verdict=Verdict(passed=not failing, checks=checks),
         started_at="2026-01-01T00:00:00+00:00",
@@ -64,37 +66,24 @@ def run(
     )
 
 
-def scale(exponent: float, unit_s: float = 0.01) -> ScaleResult:
-    points = [
-        ScalePoint(
-            batches=n,
+def scale(exponent: float, unit_s: float = 0.01) -> list[RunRecord]:
+    """The points of a scale axis whose write times grow as batches**exponent."""
+    return [
+        run(
+            writer="pyiceberg-txn-batches",
             write_s=unit_s * n**exponent,
-            wall_s=None,
-            peak_memory_bytes=None,
-            peak_rss_bytes=None,
-            late_early_ratio=None,
-            status="ok",
+            batch_rows=50,
+            rows=n * 50,
+            limit_rows=n * 50,
         )
         for n in (50, 100)
     ]
-    return ScaleResult(
-        writer="pyiceberg-txn-batches",
-        scenario="append",
-        preset="tiny",
-        batch_rows=50,
-        points=points,
-        growth_exponent=exponent,
-        growth_class=None,
-        tail_exponent=exponent,
-    )
 
 
 def results(root: Path, name: str, runs=(), scales=()) -> Path:
     store = ResultsStore(root, run_id=name)
-    for record in runs:
+    for record in [*runs, *(point for points in scales for point in points)]:
         store.append(record)
-    for result in scales:
-        store.append_scale(result)
     return store.folder
 
 
@@ -242,14 +231,11 @@ def test_a_missing_or_corrupt_baseline_is_one_line_naming_the_file(tmp_path):
 def test_the_runs_of_a_scale_fit_are_its_points_not_repeats(tmp_path):
     # `matrix --scale` leaves the matrix runs and the scale points (50-row batches) in one folder.
     writer = "pyiceberg-txn-batches"
-    points = [
-        run(writer=writer, wall_s=30.0, batch_rows=50, rows=n * 50, limit_rows=n * 50) for n in (50, 100)
-    ]
-    folder = results(tmp_path, "matrix", [*three(writer=writer, wall_s=10.0), *points], [scale(1.0)])
+    folder = results(tmp_path, "matrix", three(writer=writer, wall_s=10.0), [scale(1.0)])
     baseline = build_baseline([folder])
-    aggregate = baseline.runs[f"append|{writer}|tiny|embedded"]
+    aggregate = baseline.runs[f"append|{writer}|tiny|embedded|cgroup 1g|2000 rows/batch"]
     assert aggregate.repeats == 3 and aggregate.wall_s == 10.0
-    assert baseline.scales[SCALE_KEY].growth_exponent == 1.0
+    assert baseline.scales[SCALE_KEY].growth_exponent == pytest.approx(1.0)  # fitted from the points now
 
 
 def test_markdown_renderers_escape_run_keys(tmp_path):

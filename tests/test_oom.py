@@ -1,7 +1,6 @@
 """An OOM kill under the cap is a result, and the next run goes on."""
 
 import pytest
-from rich.console import Console
 
 from harness.caps import cgroup_parent
 from harness.matrix import prepare_data
@@ -12,7 +11,7 @@ CAP = 450 * 2**20  # above what a streaming writer needs on `small`, below a who
 
 @pytest.mark.skipif(cgroup_parent() is None, reason="the kernel OOM killer needs a cgroup memory cap")
 def test_materialising_writer_is_oom_killed_and_the_streaming_one_passes(runner, settings):
-    sets = prepare_data(settings, "small", ["base"], Console(quiet=True))
+    sets = prepare_data(settings, "small", ["base"])
     killed = runner.run(RunPlan("append", "pyiceberg-table", "small", sets, 10_000, CAP))
     assert killed.status == "oom"
     assert killed.oom_kills >= 1

@@ -52,10 +52,11 @@ def test_matrix_with_repeats_and_scale_ends_with_a_report(capsys, settings, tiny
     assert "![Total write time against batch count](plots/scale.png)" in markdown
 
     baseline = build_baseline([folder])
-    assert baseline.runs["append|pyiceberg-add-files|tiny|embedded"].repeats == 2  # points apart
-    assert set(baseline.scales) == {
-        "append|pyiceberg-txn-batches|tiny",
-        "append|pyiceberg-add-files|tiny",
+    setup = f"{runs[0].isolation} 1g"
+    assert baseline.runs[f"append|pyiceberg-add-files|tiny|embedded|{setup}|2000 rows/batch"].repeats == 2
+    assert set(baseline.scales) == {  # points apart
+        f"append|pyiceberg-txn-batches|tiny|embedded|{setup}|500 rows/batch",
+        f"append|pyiceberg-add-files|tiny|embedded|{setup}|500 rows/batch",
     }
     assert main(["report"]) == 0  # the newest results folder by default
     assert str(folder / "report.html") in capsys.readouterr().out

@@ -42,9 +42,10 @@ def test_versions_side_by_side_show_the_decimal_difference(capsys, settings, tin
     out = capsys.readouterr().out
     assert f"pyiceberg-table [pyiceberg {OLD}]" in out
     keys = set(build_baseline([folder]).runs)
+    setup = f"{new.isolation} 1g|{new.batch_rows} rows/batch"
     assert keys == {
-        f"append|pyiceberg-table|tiny|embedded|pyiceberg {OLD}",
-        "append|pyiceberg-table|tiny|embedded|pyiceberg 0.12.0",
+        f"append|pyiceberg-table|tiny|embedded|{setup}|pyiceberg {OLD}",
+        f"append|pyiceberg-table|tiny|embedded|{setup}|pyiceberg 0.12.0",
     }
 
 

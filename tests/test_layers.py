@@ -55,7 +55,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "harness.leftovers", "harness.own_memory", "harness.profiling", "harness.envs",
     ),
     "engines": (
-        "generators.on_spark", "harness.writers", "harness.verifiers", "harness.spark", "harness.spark_read", "harness.worker",
+        "generators.on_spark", "harness.writers", "harness.verifiers", "harness.spark",
+        "harness.spark_read", "harness.worker",
     ),
     "judge": ("scenarios.oracle", "scenarios.readback"),
     "scenarios": ("scenarios",),

@@ -33,6 +33,7 @@ from harness.matrix import (
     run_matrix,
     run_scales,
 )
+from harness.model import Operation
 from harness.own_memory import high_water_mark, run_in_box
 from harness.ownership import owned
 from harness.redaction import redact
@@ -367,7 +368,7 @@ def cmd_summary(args: argparse.Namespace) -> None:
 def cmd_writers(_: argparse.Namespace) -> None:
     """Operations per writer, and on which stacks it can run (the reasons it cannot, numbered below)."""
     table = Table(title="writers", header_style="bold")
-    operations = ("append", "replace", "upsert")
+    operations = tuple(Operation)
     for column in ("writer", *operations, "commits", *stacks(), "what it does"):
         table.add_column(column)
     reasons: list[str] = []

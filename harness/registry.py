@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+from collections.abc import Mapping
 from types import ModuleType
 from typing import TypeVar
 
@@ -26,7 +27,7 @@ def discover(package: ModuleType, base: type[T], skip: tuple[str, ...] = ("base"
     return dict(sorted(found.items()))
 
 
-def lookup(kind: str, name: str, found: dict[str, type[T]]) -> type[T]:
+def lookup(kind: str, name: str, found: Mapping[str, T]) -> T:
     try:
         return found[name]
     except KeyError:

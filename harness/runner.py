@@ -36,8 +36,8 @@ from harness.profiling import render_flamegraph, worker_arguments
 from harness.results import ResultsStore, now_iso
 from harness.settings import Settings
 from harness.signals import signals_held
-from harness.spark import spark_supports
 from harness.stacks import RunCatalog, Stack, close_catalog
+from harness.verifiers import get_verifier
 from harness.worker import EXIT_AS_SIGKILLED
 from harness.writers import Writer, get_writer
 from scenarios import get_scenario
@@ -114,8 +114,12 @@ class Runner:
             if self.isolation == "docker":
                 raise IcebenchError(f"--{variant.library} versions run in local environments, not containers")
             self.python = library_env(variant.library, variant.version, settings.data_dir.parent / "envs")
-        if settings.verify_with == "spark" and (why := spark_supports(stack.catalog_shape)):
-            raise IcebenchError(f"--verify-with spark cannot read {stack.name} tables: {why}")
+        self.verifier = get_verifier(settings.verify_with)  # None: the oracle's pyiceberg read alone
+        self.verifier_options = settings.engine_options(self.verifier.options) if self.verifier else None
+        if self.verifier and (why := self.verifier.supports_catalog(stack.catalog_shape)):
+            raise IcebenchError(
+                f"--verify-with {settings.verify_with} cannot read {stack.name} tables: {why}"
+            )
 
     def run(self, plan: RunPlan) -> RunRecord:
         scenario = get_scenario(plan.scenario)()
@@ -245,7 +249,7 @@ class Runner:
                 batch_rows=plan.batch_rows,
                 limit_rows=plan.limit_rows,
                 cap_bytes=plan.cap_bytes,
-                spark_master=self.settings.spark_master,
+                writer_options=self.settings.engine_table(get_writer(plan.writer).options),
                 started_marker=folder / "worker.started",
                 result_path=folder / "worker-result.json",
                 kill_at=scenario.kill_point,
@@ -374,8 +378,8 @@ class Runner:
                     error=record.error,
                     before=before,
                     single_commit=expected.single_commit,
-                    verify_with=self.settings.verify_with,
-                    spark_master=self.settings.spark_master,
+                    verifier=self.verifier,
+                    verifier_options=self.verifier_options,
                     kill=kill,
                     concurrency=concurrency,
                 )

@@ -5,6 +5,9 @@ from enum import StrEnum
 
 import pytest
 
+from harness.model import EngineOptions, WorkerSpec
+from harness.spark import SparkOptions
+from harness.worker import run
 from harness.writers import Operation, StepTimer, WriteJob, Writer, writers
 from harness.writers.base import UnsupportedOperation
 from scenarios.upsert import Upsert
@@ -81,3 +84,27 @@ def test_a_writer_cannot_dispatch_on_its_own():
 def test_every_writer_supports_at_least_one_operation():
     for name, writer in writers().items():
         assert any(writer.supports(operation) for operation in Operation), name
+
+
+@pytest.mark.parametrize(
+    ("writer", "options", "error"),
+    [
+        ("pyiceberg-table", {"master": "local[2]"}, "unknown option master; it takes no options"),
+        ("spark", {"mastr": "local[2]"}, "unknown option mastr (did you mean master?); it takes master"),
+        ("spark", {"master": 7}, "option master: Input should be a valid string (got 7)"),
+    ],
+)
+def test_a_bad_writer_option_is_one_line_naming_the_writer_and_option(tmp_path, writer, options, error):
+    spec = WorkerSpec(
+        catalog={}, table="t", writer=writer, operation=Operation.APPEND, key_columns=[], source_dir=tmp_path,
+        batch_rows=10, started_marker=tmp_path / "started", result_path=tmp_path / "result.json",
+        writer_options=options,
+    )  # fmt: skip
+    result = run(spec)
+    assert (result.status, result.error) == ("error", f"writer {writer}: {error}")
+    assert not spec.started_marker.exists()  # refused before anything started
+
+
+def test_the_spark_writers_take_spark_options_into_the_job():
+    assert all(writers()[name].options is SparkOptions for name in ("spark", "spark-cow", "spark-mor"))
+    assert all(w.options is EngineOptions for name, w in writers().items() if not name.startswith("spark"))

@@ -15,9 +15,8 @@ from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.table import Table, Transaction
 
 from harness.errors import IcebenchError
-from harness.model import Operation
+from harness.model import EngineOptions, Operation
 from harness.source import ParquetSource
-from harness.spark import DEFAULT_MASTER
 
 
 @dataclass
@@ -29,7 +28,7 @@ class WriteJob:
     operation: Operation
     key_columns: list[str]
     cap_bytes: int | None = None  # the worker's memory cap, for engines that size their own heap
-    spark_master: str = DEFAULT_MASTER  # Spark writers: local[*] or a cluster URL
+    options: EngineOptions = field(default_factory=EngineOptions)  # the writer's own `options` model
 
 
 @dataclass
@@ -73,6 +72,8 @@ class Writer:
 
     name: ClassVar[str]
     description: ClassVar[str]
+    # Its engine's options ([engines.<engine>] of the config file), as `job.options`; empty: none.
+    options: ClassVar[type[EngineOptions]] = EngineOptions
     # True when the whole operation lands as one catalog commit (readers never see half of it).
     single_commit: ClassVar[bool]
     libraries: ClassVar[tuple[str, ...]] = ("pyiceberg", "pyarrow")

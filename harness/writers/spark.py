@@ -1,5 +1,5 @@
-"""Apache Spark (`local[*]`, or the cluster of `--spark-master`) + Iceberg's Spark runtime on the
-run's own catalog file.
+"""Apache Spark (`local[*]`, or the cluster of `[engines.spark] master` / `--spark-master`) +
+Iceberg's Spark runtime on the run's own catalog file.
 
 Spark reads the source parquet files itself; each operation is one Spark action and one commit:
 append `writeTo(t).append()`, replace `writeTo(t).overwrite(true)`, upsert `MERGE INTO`.
@@ -22,7 +22,7 @@ from pyiceberg.table import Table
 
 from harness.errors import SourceError
 from harness.source import ParquetSource
-from harness.spark import SPARK_CATALOG, quoted, spark_session, spark_supports
+from harness.spark import SPARK_CATALOG, SparkOptions, quoted, spark_session, spark_supports
 from harness.writers.base import StepTimer, WriteJob, Writer
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ class SparkWriter(Writer):
     in_default_matrix = False  # a JVM per run: name them (WRITERS=spark,...) to include them
     consumes_batches = False  # Spark reads the files itself
     pyiceberg_commits = False  # Iceberg Java commits (and retries) inside the JVM
+    options = SparkOptions
     # copy-on-write / merge-on-read for MERGE, UPDATE and DELETE; None: leave the table as it is.
     row_level_mode: ClassVar[str | None] = None
 
@@ -62,7 +63,7 @@ class SparkWriter(Writer):
         """`action` as one Spark action on the source, in a session of its own."""
         properties = {key: str(value) for key, value in job.table.catalog.properties.items()}
         with timer.step():  # JVM start + session: paid once per run, reported as the first step
-            spark = spark_session(properties, job.cap_bytes, job.spark_master)
+            spark = spark_session(properties, job.cap_bytes, _master(job))
         try:
             target = quoted(SPARK_CATALOG, *job.table.name())
             self._set_modes(spark, job, target, timer)
@@ -105,6 +106,11 @@ class SparkWriter(Writer):
             else:
                 columns.append(F.col(field.name))
         return frame.select(*columns)
+
+
+def _master(job: WriteJob) -> str:
+    # A job built without options (a test calling the writer directly): the defaults.
+    return job.options.master if isinstance(job.options, SparkOptions) else SparkOptions().master
 
 
 def _append(spark: SparkSession, job: WriteJob, source: DataFrame, target: str) -> None:

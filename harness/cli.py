@@ -36,15 +36,17 @@ from harness.matrix import (
     prepare_data,
     run_matrix,
 )
-from harness.model import RunRecord
+from harness.model import EngineOptions, Operation, RunRecord
 from harness.own_memory import high_water_mark, run_in_box
 from harness.ownership import owned
 from harness.redaction import redact
 from harness.results import ResultsStore, environment, read_runs
 from harness.runner import Runner, RunPlan
-from harness.settings import BOX_ENV, Settings, load_settings
+from harness.settings import BOX_ENV, EngineTables, Settings, check_engines, load_settings
 from harness.signals import terminates_like_ctrl_c
+from harness.spark import SparkOptions
 from harness.stacks import Stack, get_stack, stacks, started
+from harness.verifiers import get_verifier, verifier_names, verifiers
 from harness.writers import get_writer, writers
 from reports.baseline import baseline_of, build_baseline, load_baseline, newest_results_folder, save_baseline
 from reports.compare import (
@@ -184,11 +186,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--verify-with",
-        choices=("pyiceberg", "spark"),
-        help="engine the oracle reads with besides pyiceberg (spark: must reach the same checksum)",
+        choices=verifier_names(),
+        help="pyiceberg: the oracle's own read alone (default); a verifier: reads too, must agree",
     )
     parser.add_argument(
-        "--spark-master", metavar="URL", help="Spark master, e.g. spark://host:7077 (default local[*])"
+        "--spark-master",
+        metavar="URL",
+        help="Spark master, e.g. spark://host:7077 (default local[*]; [engines.spark] master)",
     )
     parser.add_argument("--results", type=Path, help="results root folder (default: results)")
     parser.add_argument(
@@ -319,16 +323,29 @@ def _settings(args: argparse.Namespace) -> Settings:
             if getattr(args, library)
         }
         or None,
-        spark_master=args.spark_master,
+        engines=_engine_flags(args),
         results_dir=args.results,
         keep_warehouse=args.keep_warehouse,
     )
+    check_engines(settings.engines, _engine_models())
+    get_verifier(settings.verify_with)
     # A bad or impossible cap, or an unknown stack, fails before any work.
     check_cap_fits(settings.memory, "memory cap", settings.allow_overcommit)
     if settings.harness_memory:
         check_cap_fits(settings.harness_memory, "harness memory", settings.allow_overcommit)
     get_stack(settings.stack)
     return settings
+
+
+def _engine_flags(args: argparse.Namespace) -> EngineTables:
+    """The flags that set engine options, as [engines.*] tables (over the config and environment)."""
+    return {"spark": {"master": args.spark_master}} if args.spark_master else {}
+
+
+def _engine_models() -> dict[str, type[EngineOptions]]:
+    """Engine -> its options model, for every writer and verifier that takes options."""
+    plugins = [*writers().values(), *verifiers().values()]
+    return {plugin.options.engine: plugin.options for plugin in plugins if plugin.options.engine}
 
 
 @contextmanager
@@ -379,8 +396,9 @@ def _generate_changes(args: argparse.Namespace) -> DatasetManifest:
 
 def _generate_base_on_spark(args: argparse.Namespace) -> DatasetManifest:
     base = _base_set(args)
-    settings = load_settings(args.config, spark_master=args.spark_master, memory=args.memory)
-    master = settings.spark_master
+    settings = load_settings(args.config, engines=_engine_flags(args), memory=args.memory)
+    check_engines(settings.engines, _engine_models())
+    master = settings.engine_options(SparkOptions).master
     shape = f"{base['rows']} rows x {base['columns']} columns in {base['files']} files"
     with console.status(f"Spark ({master}) writes {shape}"):
         return generate_base_on_spark(
@@ -458,7 +476,7 @@ def cmd_summary(args: argparse.Namespace) -> None:
 def cmd_writers(_: argparse.Namespace) -> None:
     """Operations per writer, and on which stacks it can run (the reasons it cannot, numbered below)."""
     table = Table(title="writers", header_style="bold")
-    operations = ("append", "replace", "upsert")
+    operations = tuple(Operation)
     for column in ("writer", *operations, "commits", *stacks(), "what it does"):
         table.add_column(column)
     reasons: list[str] = []

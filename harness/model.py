@@ -11,9 +11,9 @@ import time
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 Status = Literal["ok", "oom", "error", "unsupported"]
 ErrorKind = Literal["bad_input", "memory", "write"]
@@ -30,6 +30,15 @@ class Operation(StrEnum):
     APPEND = "append"
     REPLACE = "replace"
     UPSERT = "upsert"
+
+
+class EngineOptions(BaseModel):
+    """A plug-in's options (a writer's or verifier's): what its engine needs beyond the run, such
+    as Spark's master. Set in the config file's `[engines.<engine>]` table; this empty model is
+    the options of a plug-in that takes none."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    engine: ClassVar[str | None] = None  # the [engines.<engine>] table it is read from; None: none
 
 
 class Check(BaseModel):
@@ -98,7 +107,7 @@ class WorkerSpec(BaseModel):
     batch_rows: int
     limit_rows: int | None = None
     cap_bytes: int | None = None
-    spark_master: str | None = None  # None: Spark's default master
+    writer_options: dict[str, Any] = {}  # the writer's engine options; the worker validates them
     started_marker: Path
     result_path: Path
     kill_at: KillPoint | None = None  # fault scenarios (crash-*): SIGKILL this process there

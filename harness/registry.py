@@ -6,6 +6,7 @@ import hashlib
 import importlib
 import inspect
 import pkgutil
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import TypeVar
@@ -28,7 +29,7 @@ def discover(package: ModuleType, base: type[T], skip: tuple[str, ...] = ("base"
     return dict(sorted(found.items()))
 
 
-def lookup(kind: str, name: str, found: dict[str, type[T]]) -> type[T]:
+def lookup(kind: str, name: str, found: Mapping[str, T]) -> T:
     try:
         return found[name]
     except KeyError:

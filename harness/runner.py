@@ -29,8 +29,8 @@ from harness.registry import source_hash
 from harness.results import ResultsStore, now_iso
 from harness.settings import Settings
 from harness.signals import signals_held
-from harness.spark import spark_supports
 from harness.stacks import RunCatalog, Stack, close_catalog
+from harness.verifiers import get_verifier
 from harness.writers import Writer, get_writer
 from scenarios import get_scenario
 from scenarios.base import DataSets, Scenario
@@ -105,8 +105,12 @@ class Runner:
             if self.isolation == "docker":
                 raise IcebenchError(f"--{variant.library} versions run in local environments, not containers")
             self.python = library_env(variant.library, variant.version, settings.data_dir.parent / "envs")
-        if settings.verify_with == "spark" and (why := spark_supports(stack.catalog_shape)):
-            raise IcebenchError(f"--verify-with spark cannot read {stack.name} tables: {why}")
+        self.verifier = get_verifier(settings.verify_with)  # None: the oracle's pyiceberg read alone
+        self.verifier_options = settings.engine_options(self.verifier.options) if self.verifier else None
+        if self.verifier and (why := self.verifier.supports_catalog(stack.catalog_shape)):
+            raise IcebenchError(
+                f"--verify-with {settings.verify_with} cannot read {stack.name} tables: {why}"
+            )
 
     def run(self, plan: RunPlan) -> RunRecord:
         scenario = get_scenario(plan.scenario)()
@@ -128,7 +132,7 @@ class Runner:
         ends: list[WorkerEnd] = []
         try:
             before = self._prepare(scenario, run_catalog, plan.sets)
-            workers = self._workers(plan, scenario, run_catalog, work)
+            workers = self._workers(plan, scenario, writer, run_catalog, work)
             self._launch_all(workers, plan.cap_bytes)
             ends = [self._end(scenario, writer, plan, worker) for worker in workers]
             self._check_started(ends, plan.cap_bytes)
@@ -190,7 +194,7 @@ class Runner:
             raise RunFailed(f"table set-up failed: {one_line(exc)}") from exc
 
     def _workers(
-        self, plan: RunPlan, scenario: Scenario, run_catalog: RunCatalog, work: Path
+        self, plan: RunPlan, scenario: Scenario, writer: type[Writer], run_catalog: RunCatalog, work: Path
     ) -> list[WorkerRun]:
         """A worker per feed of the scenario; several get a folder each."""
         feeds = scenario.feeds()
@@ -208,7 +212,7 @@ class Runner:
                 batch_rows=plan.batch_rows,
                 limit_rows=plan.limit_rows,
                 cap_bytes=plan.cap_bytes,
-                spark_master=self.settings.spark_master,
+                writer_options=self.settings.engine_table(writer.options),
                 started_marker=folder / "worker.started",
                 result_path=folder / "worker-result.json",
                 **scenario.spec_fields(feed, folder, work),
@@ -317,8 +321,8 @@ class Runner:
                     error=error,
                     before=before,
                     single_commit=writer.single_commit,
-                    verify_with=self.settings.verify_with,
-                    spark_master=self.settings.spark_master,
+                    verifier=self.verifier,
+                    verifier_options=self.verifier_options,
                     outcome_checks=lambda evidence: scenario.outcome_checks(evidence, ends, plan.sets),
                 )
         except Exception as exc:  # what a writer left may break the reader too: a verdict, not a crash

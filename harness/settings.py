@@ -6,12 +6,13 @@ import difflib
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from harness.errors import IcebenchError, first_error
+from harness.model import EngineOptions
 from harness.orphan_guard import PARENT_ENV
 
 Isolation = Literal["auto", "cgroup", "docker", "rlimit", "none"]
@@ -36,7 +37,11 @@ OTHER_VARIABLES = frozenset(
 )
 OTHER_PREFIXES = ("ICEBENCH_REST_",)  # the REST catalog server's own variables (compose/rest-catalog)
 # The tables a config file may hold, and who reads them.
-CONFIG_TABLES = ("settings", "matrix", "gate")
+CONFIG_TABLES = ("settings", "matrix", "gate", "engines")
+# Engine options that also have a variable of their own (older than [engines]): variable -> where.
+ENGINE_VARIABLES = {"ICEBENCH_SPARK_MASTER": ("spark", "master")}
+EngineTables = dict[str, dict[str, Any]]  # engine -> its options, as [engines.<engine>] holds them
+Options = TypeVar("Options", bound=EngineOptions)
 
 
 class Settings(BaseSettings):
@@ -67,11 +72,12 @@ class Settings(BaseSettings):
     timeline_points: int = Field(400, gt=10, description="samples kept per run after downsampling")
     keep_warehouse: bool = Field(False, description="keep each run's warehouse for inspection")
     worker_timeout_s: float = Field(1800.0, gt=0)
-    spark_master: str = Field(
-        "local[*]", description="Spark writers' master: local[*], or a cluster such as spark://host:7077"
+    # Options of the plug-ins' engines, validated against the plug-ins' option models by their users.
+    engines: EngineTables = Field(
+        {}, description="options per engine, e.g. {spark = {master = ...}} ([engines.<engine>] tables)"
     )
-    verify_with: Literal["pyiceberg", "spark"] = Field(
-        "pyiceberg", description="engine the oracle reads tables with (spark: also checks it agrees)"
+    verify_with: str = Field(
+        "pyiceberg", description="pyiceberg (the oracle's own read), or a verifier that must agree with it"
     )
     profile: Literal["memray"] | None = Field(
         None, description="record the worker's allocations (memray, native frames) and a flame graph"
@@ -81,6 +87,14 @@ class Settings(BaseSettings):
     )
     update_ratio: float = Field(0.2, ge=0, le=1)
     insert_ratio: float = Field(0.1, ge=0, le=10)
+
+    def engine_table(self, model: type[EngineOptions]) -> dict[str, Any]:
+        """What the config file, environment and flags set for `model`'s engine, not yet validated."""
+        return dict(self.engines.get(model.engine, {})) if model.engine else {}
+
+    def engine_options(self, model: type[Options]) -> Options:
+        """The same as `model`; a bad option is one line naming its table and the option."""
+        return validate_options(model, self.engine_table(model), f"[engines.{model.engine}]")
 
     @classmethod
     def settings_customise_sources(
@@ -126,6 +140,7 @@ def check_environment(environ: dict[str, str] | None = None) -> None:
     be ignored in silence."""
     environ = dict(os.environ if environ is None else environ)
     known = [name.upper() for name in Settings.model_fields]
+    known += [name.removeprefix(ENV_PREFIX) for name in ENGINE_VARIABLES]
     for name in sorted(environ):
         if not name.startswith(ENV_PREFIX) or name in OTHER_VARIABLES or name.startswith(OTHER_PREFIXES):
             continue
@@ -139,22 +154,80 @@ def check_environment(environ: dict[str, str] | None = None) -> None:
         )
 
 
-def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
-    """Settings from the `[settings]` table of the config file, the environment, then overrides."""
+def load_settings(
+    config: Path | None = None, *, engines: EngineTables | None = None, **overrides: Any
+) -> Settings:
+    """Settings from the `[settings]` table of the config file, the environment, then overrides;
+    engine options from its `[engines.*]` tables, ICEBENCH_ENGINES and the engines' own variables,
+    then `engines` (the flags), option by option."""
     path = config or (Path(os.environ[CONFIG_ENV]) if CONFIG_ENV in os.environ else None)
     if path is None and DEFAULT_CONFIG.exists():
         path = DEFAULT_CONFIG
-    from_file = read_toml(path).get("settings", {}) if path else {}
+    tables = read_toml(path) if path else {}
+    from_file = tables.get("settings", {})
     check_environment()
     try:
         env = Settings()  # environment over defaults
     except ValueError as exc:
         complaint = first_error(exc, ENV_PREFIX)
         raise IcebenchError(f"invalid setting in the environment: {complaint}") from None
-    merged = {**from_file, **env.model_dump(exclude_unset=True)}
+    from_env = env.model_dump(exclude_unset=True)
+    merged = {**from_file, **from_env}
     merged.update({k: v for k, v in overrides.items() if v is not None})
+    merged["engines"] = _merged_engines(
+        from_file.get("engines"), tables.get("engines"), from_env.get("engines"), _engine_variables(), engines
+    )
     try:
         return Settings.model_validate(merged)
     except ValueError as exc:
         where = f"config file {path} or the command line" if path else "the command line"
         raise IcebenchError(f"invalid setting ({where}): {first_error(exc)}") from None
+
+
+def _engine_variables() -> EngineTables:
+    found: EngineTables = {}
+    for variable, (engine, option) in ENGINE_VARIABLES.items():
+        if variable in os.environ:
+            found.setdefault(engine, {})[option] = os.environ[variable]
+    return found
+
+
+def _merged_engines(*layers: EngineTables | None) -> EngineTables:
+    """Later layers win option by option; an option set to None (a flag not given) sets nothing."""
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        for engine, options in (layer or {}).items():
+            if isinstance(options, dict) and isinstance(merged.get(engine, {}), dict):
+                merged[engine] = {
+                    **merged.get(engine, {}),
+                    **{k: v for k, v in options.items() if v is not None},
+                }
+            else:
+                merged[engine] = options  # not a table: Settings' validation names it
+    return merged
+
+
+def validate_options(model: type[Options], values: dict[str, Any], owner: str) -> Options:
+    """`values` as `model`; a bad option is one line naming `owner` (a writer, an [engines.*] table)
+    and the option."""
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        option = ".".join(str(part) for part in error["loc"])
+        if error["type"] != "extra_forbidden":
+            raise IcebenchError(f"{owner}: option {first_error(exc)}") from None
+        takes = ", ".join(model.model_fields) or "no options"
+        hint = close_match(option, list(model.model_fields))
+        raise IcebenchError(f"{owner}: unknown option {option}{hint}; it takes {takes}") from None
+
+
+def check_engines(engines: EngineTables, known: dict[str, type[EngineOptions]]) -> None:
+    """Every [engines.<engine>] table names an engine a plug-in takes options for (`known`: engine
+    -> options model) and holds only its options."""
+    for engine, values in engines.items():
+        if engine not in known:
+            hint = close_match(engine, sorted(known))
+            choices = ", ".join(f"[engines.{name}]" for name in sorted(known)) or "none"
+            raise IcebenchError(f"unknown engine [engines.{engine}]{hint}; engines with options: {choices}")
+        validate_options(known[engine], values, f"[engines.{engine}]")

@@ -17,10 +17,13 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 from urllib.parse import urlparse
 
+from pydantic import Field
+
 from harness.errors import IcebenchError
+from harness.model import EngineOptions
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -117,6 +120,13 @@ def _under_rlimit_as() -> bool:
 
 
 DEFAULT_MASTER = "local[*]"
+
+
+class SparkOptions(EngineOptions):
+    """`[engines.spark]` of the config file (also `--spark-master`, ICEBENCH_SPARK_MASTER)."""
+
+    engine: ClassVar[str | None] = "spark"
+    master: str = Field(DEFAULT_MASTER, description="local[*], or a cluster such as spark://host:7077")
 
 
 def session_conf(

@@ -26,8 +26,8 @@ from pyiceberg.table import Table
 from harness.errors import SourceError, one_line
 from harness.model import SIGKILL_EXIT_CODES, ErrorKind, KillNote, KillPoint, WorkerResult, WorkerSpec
 from harness.orphan_guard import die_with_parent_if_asked
+from harness.settings import validate_options
 from harness.source import ParquetSource
-from harness.spark import DEFAULT_MASTER
 from harness.writers import StepTimer, WriteJob, get_writer
 
 EXIT_AS_SIGKILLED = SIGKILL_EXIT_CODES[1]  # what a shell or a container reports for a SIGKILLed process
@@ -164,6 +164,7 @@ def run(spec: WorkerSpec) -> WorkerResult:
     retries = CommitRetries()
     logging.getLogger("pyiceberg").addHandler(retries)
     try:
+        options = validate_options(writer.options, spec.writer_options, f"writer {spec.writer}")
         table = load_catalog("icebench", **spec.catalog).load_table(spec.table)
         source = CountedSource.open(spec.source_dir, spec.batch_rows, spec.limit_rows)
         check_schema(source, table, spec.table)
@@ -174,8 +175,7 @@ def run(spec: WorkerSpec) -> WorkerResult:
         if spec.rendezvous is not None:
             spec.rendezvous.arrive()
         start = time.perf_counter()
-        master = spec.spark_master or DEFAULT_MASTER
-        job = WriteJob(table, source, spec.operation, spec.key_columns, spec.cap_bytes, master)
+        job = WriteJob(table, source, spec.operation, spec.key_columns, spec.cap_bytes, options)
         writer.write(job, timer)
         result.write_s = time.perf_counter() - start
         if isinstance(timer, KillingStepTimer):  # still alive: the point never came

@@ -1,7 +1,8 @@
 """The oracle: reads a table back (scenarios/readback.py: pyiceberg's planning and projection, one
 data file at a time; never the writer's code path) and judges it.
 
-On request (`--verify-with spark`) Spark reads it as well, and must agree with pyiceberg.
+On request (`--verify-with NAME`, a harness/verifiers plug-in such as spark) another engine reads
+it as well, and must agree with pyiceberg.
 
 Content is compared with what the source manifests promise (rows, key set, order-independent
 checksum of all columns) and the schema with the source's plus the scenario's evolutions;
@@ -28,9 +29,8 @@ from pyiceberg.table.snapshots import Snapshot
 from generators.checksum import Checksum
 from generators.schema import KEY_COLUMN
 from harness.known_issues import match_known_issue
-from harness.model import Check, Expectation, KeyRanges, Verdict
-from harness.spark import DEFAULT_MASTER
-from harness.spark_read import SparkReadFailed, read_with_spark
+from harness.model import Check, EngineOptions, Expectation, KeyRanges, Verdict
+from harness.verifiers import Verifier, VerifierFailed
 from scenarios.readback import FileFacts, TableContent, read_content
 
 OPERATION_COMPLETED = "operation_completed"
@@ -166,15 +166,16 @@ def judge(
     before: TableState,
     single_commit: bool,
     expected_schema: pa.Schema | None = None,
-    verify_with: str = "pyiceberg",
-    spark_master: str = DEFAULT_MASTER,
+    verifier: Verifier | None = None,
+    verifier_options: EngineOptions | None = None,
     outcome_checks: OutcomeChecks | None = None,
 ) -> tuple[Verdict, dict[str, Any]]:
     """Checks the table against `expected` (what the scenario says its run must have left) and
     `expected_schema` (the source's schema plus the scenario's evolutions), then how the operation
     ended: `outcome_checks`, the scenario's (operation_checks unless its family has its own).
 
-    With `verify_with="spark"` Spark reads the table too and must reach pyiceberg's checksum.
+    With a `verifier` (and its options) that engine reads the table too and must reach pyiceberg's
+    checksum.
     """
     after = capture_state(table)
     content = read_content(table)
@@ -186,8 +187,8 @@ def judge(
         checks.append(schema_check(table, expected_schema))
     checks.append(manifest_stats_check(content))
     checks.append(snapshot_summary_check(table, before, after, content))
-    if verify_with == "spark":
-        checks.append(_spark_agrees(table, content, spark_master))
+    if verifier is not None:
+        checks.append(_verifier_agrees(table, content, verifier, verifier_options or verifier.options()))
     evidence = Evidence(table, before, after, content, orphans, metrics, error, single_commit)
     outcome = (outcome_checks or operation_checks)(evidence)
     # A failed operation leads the list: it is what the other failures follow from.
@@ -414,14 +415,16 @@ def _content_checks(content: TableContent, expected: Expectation) -> list[Check]
     return checks
 
 
-def _spark_agrees(table: Table, content: TableContent, master: str) -> Check:
+def _verifier_agrees(
+    table: Table, content: TableContent, verifier: Verifier, options: EngineOptions
+) -> Check:
     properties = {key: str(value) for key, value in table.catalog.properties.items()}
     ours = Checksum.from_hex(content.checksum, content.rows)
     try:
-        theirs = read_with_spark(properties, ".".join(table.name()), master)
-    except SparkReadFailed as exc:
+        theirs = verifier.read(properties, ".".join(table.name()), options)
+    except VerifierFailed as exc:
         return failed_check("engines_agree", f"pyiceberg read {ours.rows} rows, but {exc}")
-    return engines_agree("pyiceberg", ours, "spark", theirs)
+    return engines_agree("pyiceberg", ours, verifier.name, theirs)
 
 
 def engines_agree(engine: str, read: Checksum, other_engine: str, other_read: Checksum) -> Check:

@@ -101,10 +101,9 @@ class NoTimerWriter(Writer):
 
     name = "no-timer"
     description = "table.append of the whole source, no steps, no commits reported"
-    operations = frozenset({Operation.APPEND})
     single_commit = True
 
-    def write(self, job: WriteJob, timer: StepTimer) -> None:
+    def append(self, job: WriteJob, timer: StepTimer) -> None:
         job.table.append(job.source.read_all())
 
 

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from test_gate import APPEND_KEY, results, run, three
 
 import harness.model
 from harness.cli import main
@@ -21,7 +22,6 @@ from reports.baseline import aggregate_runs, build_baseline, save_baseline
 from reports.compare import NOT_COMPARABLE, compare
 from reports.gate import GateThresholds, gate
 from reports.summary import summary_rows
-from tests.test_gate import APPEND_KEY, results, run, three
 
 
 def test_adding_a_metric_is_one_line(monkeypatch, tmp_path):

@@ -1,7 +1,9 @@
 import pytest
 
+from harness.cli import main
 from harness.errors import IcebenchError
-from harness.settings import load_settings
+from harness.settings import Settings, check_environment, load_settings
+from harness.spark import SparkOptions
 
 
 def test_precedence_defaults_file_environment_flags(tmp_path, monkeypatch):
@@ -41,3 +43,55 @@ def test_bad_config_is_one_line_naming_the_culprit(tmp_path, text, culprit):
 def test_missing_config_file(tmp_path):
     with pytest.raises(IcebenchError, match="does not exist"):
         load_settings(tmp_path / "nope.toml")
+
+
+def test_engine_options_from_file_environment_and_flags_option_by_option(tmp_path, monkeypatch):
+    config = tmp_path / "icebench.toml"
+    config.write_text('[engines.spark]\nmaster = "spark://file:7077"\n')
+
+    def master(settings: Settings) -> str:
+        return settings.engine_options(SparkOptions).master
+
+    assert master(load_settings(None)) == "local[*]"
+    assert load_settings(config).engines == {"spark": {"master": "spark://file:7077"}}
+    monkeypatch.setenv("ICEBENCH_ENGINES", '{"spark": {"master": "spark://json:7077"}}')
+    assert master(load_settings(config)) == "spark://json:7077"
+    monkeypatch.setenv("ICEBENCH_SPARK_MASTER", "spark://env:7077")
+    assert master(load_settings(config)) == "spark://env:7077"
+    assert master(load_settings(config, engines={"spark": {"master": None}})) == "spark://env:7077"
+    assert master(load_settings(config, engines={"spark": {"master": "local[2]"}})) == "local[2]"
+
+
+def run_error(capsys, *args: str) -> str:
+    assert main(["run", "--scenario", "append", "--writer", "pyiceberg-table", *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("text", "culprit"),
+    [
+        (
+            "[engines.sprak]\nmaster = 'local[2]'\n",
+            "unknown engine [engines.sprak] (did you mean spark?); engines with options: [engines.spark]",
+        ),
+        (
+            "[engines.spark]\nmastr = 'local[2]'\n",
+            "[engines.spark]: unknown option mastr (did you mean master?); it takes master",
+        ),
+        ("[engines.spark]\nmaster = 2\n", "[engines.spark]: option master: Input should be a valid string"),
+        ("[engines]\nspark = 'local[2]'\n", "engines.spark: Input should be a valid dictionary"),
+    ],
+)
+def test_engine_tables_and_options_nobody_takes_are_one_line(capsys, tmp_path, text, culprit):
+    config = tmp_path / "icebench.toml"
+    config.write_text(text)
+    assert culprit in run_error(capsys, "--config", str(config))
+
+
+def test_the_engines_own_variables_are_known_and_their_typos_are_not(capsys, monkeypatch):
+    monkeypatch.setenv("ICEBENCH_SPARK_MASTER", "local[2]")
+    check_environment()
+    monkeypatch.setenv("ICEBENCH_SPARK_MASTR", "local[2]")
+    assert "did you mean ICEBENCH_SPARK_MASTER?" in run_error(capsys)

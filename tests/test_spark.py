@@ -125,7 +125,7 @@ def spark_cluster(tmp_path_factory):
 def test_spark_writer_on_a_standalone_cluster(settings, tiny_sets, spark_cluster):
     """--spark-master: the driver stays in the capped worker, the executors run on the cluster."""
     url, folder = spark_cluster
-    on_cluster = settings.model_copy(update={"spark_master": url})
+    on_cluster = settings.model_copy(update={"engines": {"spark": {"master": url}}})
     runner = Runner(on_cluster, ResultsStore(settings.results_dir), EmbeddedStack(on_cluster))
     record = runner.run(RunPlan("upsert", "spark", "tiny", tiny_sets, 2_000, cap_bytes=SPARK_CAP))
     _passed(record)

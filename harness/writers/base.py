@@ -1,9 +1,9 @@
-"""The one small interface every writer backend implements."""
+"""The one small interface every writer backend implements: a method per operation it supports."""
 
 from __future__ import annotations
 
+import inspect
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -11,11 +11,12 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import ClassVar
 
 import pyarrow as pa
-from pyiceberg.table import Table
+from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.table import Table, Transaction
 
-from harness.model import Operation
+from harness.errors import IcebenchError
+from harness.model import EngineOptions, Operation
 from harness.source import ParquetSource
-from harness.spark import DEFAULT_MASTER
 
 
 @dataclass
@@ -27,7 +28,7 @@ class WriteJob:
     operation: Operation
     key_columns: list[str]
     cap_bytes: int | None = None  # the worker's memory cap, for engines that size their own heap
-    spark_master: str = DEFAULT_MASTER  # Spark writers: local[*] or a cluster URL
+    options: EngineOptions = field(default_factory=EngineOptions)  # the writer's own `options` model
 
 
 @dataclass
@@ -57,12 +58,22 @@ class StepTimer:
             self.steps.append(time.perf_counter() - start)
 
 
-class Writer(ABC):
-    """A write strategy. Subclasses in harness/writers/ are found by name, nothing to register."""
+class UnsupportedOperation(IcebenchError):
+    """A writer was asked for an operation it has no method for."""
+
+
+class Writer:
+    """A write strategy. Subclasses in harness/writers/ are found by name, nothing to register.
+
+    A writer supports an operation by defining the method named after it, `append(job, timer)`,
+    `replace(job, timer)` or `upsert(job, timer)`: perform the job, raise on failure (the table
+    must stay at its previous snapshot). `write` is the one place that picks the method.
+    """
 
     name: ClassVar[str]
     description: ClassVar[str]
-    operations: ClassVar[frozenset[Operation]]
+    # Its engine's options ([engines.<engine>] of the config file), as `job.options`; empty: none.
+    options: ClassVar[type[EngineOptions]] = EngineOptions
     # True when the whole operation lands as one catalog commit (readers never see half of it).
     single_commit: ClassVar[bool]
     libraries: ClassVar[tuple[str, ...]] = ("pyiceberg", "pyarrow")
@@ -75,13 +86,29 @@ class Writer(ABC):
     # counts pyiceberg's retries after commit conflicts. False for engines that commit on their own.
     pyiceberg_commits: ClassVar[bool] = True
 
-    @abstractmethod
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "write" in vars(cls):  # a second dispatch would bypass supports()
+            raise TypeError(f"{cls.__name__}: define append/replace/upsert, not write()")
+
     def write(self, job: WriteJob, timer: StepTimer) -> None:
-        """Perform `job`; raise on failure (the table must stay at its previous snapshot)."""
+        """Perform `job` with the method of its operation."""
+        if not self.supports(job.operation):
+            raise UnsupportedOperation(f"{self.name} does not support {job.operation}")
+        getattr(self, str(job.operation))(job, timer)
 
     @classmethod
     def supports(cls, operation: Operation) -> bool:
-        return operation in cls.operations
+        """True when this writer defines a method named after `operation`. Only plain methods of the
+        writer's own classes count: nothing of Writer or object, no class methods, no private names;
+        a subclass that sets the name to None drops an operation it inherited."""
+        name = str(operation)
+        if name.startswith("_"):
+            return False
+        for owner in cls.__mro__:
+            if owner is not Writer and owner is not object and name in vars(owner):
+                return inspect.isfunction(vars(owner)[name])
+        return False
 
     @classmethod
     def supports_catalog(cls, catalog_properties: dict[str, str]) -> str | None:
@@ -101,3 +128,11 @@ class Writer(ABC):
 
 def as_table(batch: pa.RecordBatch) -> pa.Table:
     return pa.Table.from_batches([batch])
+
+
+def cleared_transaction(table: Table, timer: StepTimer) -> Transaction:
+    """A transaction that starts by deleting every row (a replace), the delete timed as a step."""
+    txn = table.transaction()
+    with timer.step():
+        txn.delete(AlwaysTrue())
+    return txn

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import SourceError
-from harness.writers.base import Operation, StepTimer, WriteJob, Writer
+from harness.writers.base import StepTimer, WriteJob, Writer
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -29,11 +29,6 @@ if TYPE_CHECKING:
 PIPELINE = "icebench"
 ROOT_CAUSE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): ")
 CLASS_LINE = re.compile(r"^<class '(?:[\w.]+\.)?(\w+)'>$")
-DISPOSITIONS: dict[Operation, Any] = {
-    Operation.APPEND: "append",
-    Operation.REPLACE: "replace",
-    Operation.UPSERT: {"disposition": "merge", "strategy": "upsert"},
-}
 
 
 def dlt_supports(catalog_properties: dict[str, str]) -> str | None:
@@ -47,7 +42,6 @@ def dlt_supports(catalog_properties: dict[str, str]) -> str | None:
 class DltWriter(Writer):
     name = "dlt"
     description = "dlt pipeline: filesystem destination, table_format=iceberg (append, replace, merge-upsert)"
-    operations = frozenset(Operation)
     single_commit = False  # dlt decides: schema union, then one call per loaded file or batch
     libraries = ("dlt", "pyiceberg", "pyarrow")
     consumes_batches = False  # steps are dlt's extract / normalize / load
@@ -57,7 +51,21 @@ class DltWriter(Writer):
     def supports_catalog(cls, catalog_properties: dict[str, str]) -> str | None:
         return dlt_supports(catalog_properties)
 
-    def write(self, job: WriteJob, timer: StepTimer) -> None:
+    def append(self, job: WriteJob, timer: StepTimer) -> None:
+        self._load(job, timer, "append")
+
+    def replace(self, job: WriteJob, timer: StepTimer) -> None:
+        self._load(job, timer, "replace")
+
+    def upsert(self, job: WriteJob, timer: StepTimer) -> None:
+        merge = {"disposition": "merge", "strategy": "upsert"}
+        self._load(job, timer, merge, primary_key=list(job.key_columns))
+
+    @staticmethod
+    def _load(
+        job: WriteJob, timer: StepTimer, disposition: Any, primary_key: list[str] | None = None
+    ) -> None:
+        """The pipeline's extract, normalize and load of the source with this write disposition."""
         import dlt
 
         namespace, table_name = job.table.name()[-2:]
@@ -79,8 +87,8 @@ class DltWriter(Writer):
                 _batches(job),
                 name=table_name,
                 table_format="iceberg",
-                write_disposition=DISPOSITIONS[job.operation],
-                primary_key=list(job.key_columns) if job.operation is Operation.UPSERT else None,
+                write_disposition=disposition,
+                primary_key=primary_key,
             )
             with _catalog_environment(properties):
                 with timer.step():

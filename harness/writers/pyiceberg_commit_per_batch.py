@@ -1,20 +1,35 @@
 """One table.append / table.upsert per batch: a commit (and snapshot) for every batch."""
 
-from harness.writers.base import Operation, StepTimer, WriteJob, Writer, as_table
+from collections.abc import Callable
+from functools import partial
+
+import pyarrow as pa
+
+from harness.writers.base import StepTimer, WriteJob, Writer, as_table
 
 
 class PyicebergCommitPerBatch(Writer):
     name = "pyiceberg-commit-per-batch"
     description = "table.append / table.upsert per batch (replace: overwrite with the first batch)"
-    operations = frozenset(Operation)
     single_commit = False
 
-    def write(self, job: WriteJob, timer: StepTimer) -> None:
-        for index, batch in enumerate(job.source.batches()):
-            with timer.step(), timer.commit():
-                if job.operation is Operation.UPSERT:
-                    job.table.upsert(as_table(batch), join_cols=job.key_columns)
-                elif job.operation is Operation.REPLACE and index == 0:
-                    job.table.overwrite(as_table(batch))
-                else:
-                    job.table.append(as_table(batch))
+    def append(self, job: WriteJob, timer: StepTimer) -> None:
+        _commit_each(job, timer, job.table.append)
+
+    def replace(self, job: WriteJob, timer: StepTimer) -> None:
+        _commit_each(job, timer, job.table.append, first=job.table.overwrite)
+
+    def upsert(self, job: WriteJob, timer: StepTimer) -> None:
+        _commit_each(job, timer, partial(job.table.upsert, join_cols=job.key_columns))
+
+
+def _commit_each(
+    job: WriteJob,
+    timer: StepTimer,
+    call: Callable[[pa.Table], object],
+    first: Callable[[pa.Table], object] | None = None,
+) -> None:
+    """`call` on each batch, a commit each; `first`, when given, instead of it on the first batch."""
+    for index, batch in enumerate(job.source.batches()):
+        with timer.step(), timer.commit():
+            (first if first is not None and index == 0 else call)(as_table(batch))

@@ -37,7 +37,7 @@ from pyiceberg.table import Table, TableProperties, Transaction
 from pyiceberg.types import IntegerType, LongType
 
 from harness.source import ParquetSource, row_group_batches
-from harness.writers.base import Operation, StepTimer, WriteJob, Writer
+from harness.writers.base import StepTimer, WriteJob, Writer
 from harness.writers.staged_files import StagedFiles, staged_files
 
 if TYPE_CHECKING:
@@ -99,12 +99,9 @@ class ChangeKeys:
 class PyicebergDeleteAddFiles(Writer):
     name = "pyiceberg-delete-add-files"
     description = "upsert: change set as parquet files + txn.delete(In(key, keys)) + add_files, one txn"
-    operations = frozenset({Operation.UPSERT})  # append / replace would be pyiceberg-add-files
-    single_commit = True
+    single_commit = True  # upserts only: append / replace would be pyiceberg-add-files
 
-    def write(self, job: WriteJob, timer: StepTimer) -> None:
-        if job.operation is not Operation.UPSERT:
-            raise ValueError(f"{self.name} upserts only; {job.operation} is pyiceberg-add-files' job")
+    def upsert(self, job: WriteJob, timer: StepTimer) -> None:
         keys = ChangeKeys.of(job)
         with staged_files(job.table) as staged:
             staged.write_batches(job.source.batches(), timer)

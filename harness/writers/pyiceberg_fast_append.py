@@ -6,24 +6,25 @@ its file names come from (write uuid, counter), so all batches must share one co
 
 import itertools
 
-from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.io.pyarrow import _dataframe_to_data_files
+from pyiceberg.table import Transaction
 
-from harness.writers.base import Operation, StepTimer, WriteJob, Writer, as_table
+from harness.writers.base import StepTimer, WriteJob, Writer, as_table, cleared_transaction
 
 
 class PyicebergFastAppend(Writer):
     name = "pyiceberg-fast-append"
     description = "_dataframe_to_data_files per batch + fast_append().append_data_file (one txn)"
-    operations = frozenset({Operation.APPEND, Operation.REPLACE})
     single_commit = True
     share_counter = True
 
-    def write(self, job: WriteJob, timer: StepTimer) -> None:
-        txn = job.table.transaction()
-        if job.operation is Operation.REPLACE:
-            with timer.step():
-                txn.delete(AlwaysTrue())
+    def append(self, job: WriteJob, timer: StepTimer) -> None:
+        self._fast_append(job, timer, job.table.transaction())
+
+    def replace(self, job: WriteJob, timer: StepTimer) -> None:
+        self._fast_append(job, timer, cleared_transaction(job.table, timer))
+
+    def _fast_append(self, job: WriteJob, timer: StepTimer, txn: Transaction) -> None:
         metadata = txn.table_metadata  # read once: every access replays the staged updates
         counter = itertools.count(0)
         with txn.update_snapshot().fast_append() as fast_append:

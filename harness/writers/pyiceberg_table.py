@@ -1,21 +1,30 @@
 """Baseline: materialise the whole source as one Arrow table, then one pyiceberg call."""
 
-from harness.writers.base import Operation, StepTimer, WriteJob, Writer
+from collections.abc import Callable
+from functools import partial
+
+import pyarrow as pa
+
+from harness.writers.base import StepTimer, WriteJob, Writer
 
 
 class PyicebergTable(Writer):
     name = "pyiceberg-table"
     description = "whole source as one pa.Table; table.append / overwrite / upsert"
-    operations = frozenset(Operation)
     single_commit = True
 
-    def write(self, job: WriteJob, timer: StepTimer) -> None:
-        with timer.step():
-            data = job.source.read_all()
-        with timer.commit():
-            if job.operation is Operation.APPEND:
-                job.table.append(data)
-            elif job.operation is Operation.REPLACE:
-                job.table.overwrite(data)
-            else:
-                job.table.upsert(data, join_cols=job.key_columns)
+    def append(self, job: WriteJob, timer: StepTimer) -> None:
+        _whole_source(job, timer, job.table.append)
+
+    def replace(self, job: WriteJob, timer: StepTimer) -> None:
+        _whole_source(job, timer, job.table.overwrite)
+
+    def upsert(self, job: WriteJob, timer: StepTimer) -> None:
+        _whole_source(job, timer, partial(job.table.upsert, join_cols=job.key_columns))
+
+
+def _whole_source(job: WriteJob, timer: StepTimer, call: Callable[[pa.Table], object]) -> None:
+    with timer.step():
+        data = job.source.read_all()
+    with timer.commit():
+        call(data)

@@ -1,5 +1,5 @@
-"""Apache Spark (`local[*]`, or the cluster of `--spark-master`) + Iceberg's Spark runtime on the
-run's own catalog file.
+"""Apache Spark (`local[*]`, or the cluster of `[engines.spark] master` / `--spark-master`) +
+Iceberg's Spark runtime on the run's own catalog file.
 
 Spark reads the source parquet files itself; each operation is one Spark action and one commit:
 append `writeTo(t).append()`, replace `writeTo(t).overwrite(true)`, upsert `MERGE INTO`.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, ClassVar
 
@@ -22,24 +22,26 @@ from pyiceberg.table import Table
 
 from harness.errors import SourceError
 from harness.source import ParquetSource
-from harness.spark import SPARK_CATALOG, quoted, spark_session, spark_supports
-from harness.writers.base import Operation, StepTimer, WriteJob, Writer
+from harness.spark import SPARK_CATALOG, SparkOptions, quoted, spark_session, spark_supports
+from harness.writers.base import StepTimer, WriteJob, Writer
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 MODE_PROPERTIES = ("write.merge.mode", "write.update.mode", "write.delete.mode")
+# One operation as a Spark action: (session, job, source frame, quoted target table).
+SparkAction = Callable[["SparkSession", WriteJob, "DataFrame", str], None]
 
 
 class SparkWriter(Writer):
     name = "spark"
     description = "Spark: writeTo.append / writeTo.overwrite(true) / MERGE INTO (table's own modes)"
-    operations = frozenset(Operation)
     single_commit = True
     libraries = ("pyspark", "pyiceberg", "pyarrow")
     in_default_matrix = False  # a JVM per run: name them (WRITERS=spark,...) to include them
     consumes_batches = False  # Spark reads the files itself
     pyiceberg_commits = False  # Iceberg Java commits (and retries) inside the JVM
+    options = SparkOptions
     # copy-on-write / merge-on-read for MERGE, UPDATE and DELETE; None: leave the table as it is.
     row_level_mode: ClassVar[str | None] = None
 
@@ -48,37 +50,31 @@ class SparkWriter(Writer):
         """None when this writer can run on the catalog, else why not (the runner's `unsupported`)."""
         return spark_supports(catalog_properties)
 
-    def write(self, job: WriteJob, timer: StepTimer) -> None:
+    def append(self, job: WriteJob, timer: StepTimer) -> None:
+        self._in_session(job, timer, _append)
+
+    def replace(self, job: WriteJob, timer: StepTimer) -> None:
+        self._in_session(job, timer, _overwrite)
+
+    def upsert(self, job: WriteJob, timer: StepTimer) -> None:
+        self._in_session(job, timer, _merge)
+
+    def _in_session(self, job: WriteJob, timer: StepTimer, action: SparkAction) -> None:
+        """`action` as one Spark action on the source, in a session of its own."""
         properties = {key: str(value) for key, value in job.table.catalog.properties.items()}
         with timer.step():  # JVM start + session: paid once per run, reported as the first step
-            spark = spark_session(properties, job.cap_bytes, job.spark_master)
+            spark = spark_session(properties, job.cap_bytes, _master(job))
         try:
-            self._write(spark, job, timer)
+            target = quoted(SPARK_CATALOG, *job.table.name())
+            self._set_modes(spark, job, target, timer)
+            with timer.step():  # footers + schema; Spark plans lazily, the work happens in the commit
+                source = self._source(spark, job, target)
+            with snapshot_split(job.table, timer):
+                action(spark, job, source, target)
         except Exception as exc:  # Py4J and captured errors: pages of JVM stack, the cause deep inside
             raise _plain_failure(exc) from exc
         finally:
             spark.stop()
-
-    def _write(self, spark: SparkSession, job: WriteJob, timer: StepTimer) -> None:
-        target = quoted(SPARK_CATALOG, *job.table.name())
-        self._set_modes(spark, job, target, timer)
-        with timer.step():  # footers + schema; Spark plans lazily, the work happens in the commit
-            source = self._source(spark, job, target)
-        with snapshot_split(job.table, timer):
-            if job.operation is Operation.APPEND:
-                source.writeTo(target).append()
-            elif job.operation is Operation.REPLACE:
-                from pyspark.sql import functions as F
-
-                # One overwrite snapshot that deletes every old row, whatever the partitioning.
-                source.writeTo(target).overwrite(F.lit(True))
-            else:
-                source.createOrReplaceTempView("icebench_source")
-                on = " AND ".join(f"t.{quoted(k)} = s.{quoted(k)}" for k in job.key_columns)
-                spark.sql(
-                    f"MERGE INTO {target} t USING icebench_source s ON {on} "
-                    "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
-                )
 
     def _set_modes(self, spark: SparkSession, job: WriteJob, target: str, timer: StepTimer) -> None:
         if self.row_level_mode is None:
@@ -110,6 +106,31 @@ class SparkWriter(Writer):
             else:
                 columns.append(F.col(field.name))
         return frame.select(*columns)
+
+
+def _master(job: WriteJob) -> str:
+    # A job built without options (a test calling the writer directly): the defaults.
+    return job.options.master if isinstance(job.options, SparkOptions) else SparkOptions().master
+
+
+def _append(spark: SparkSession, job: WriteJob, source: DataFrame, target: str) -> None:
+    source.writeTo(target).append()
+
+
+def _overwrite(spark: SparkSession, job: WriteJob, source: DataFrame, target: str) -> None:
+    from pyspark.sql import functions as F
+
+    # One overwrite snapshot that deletes every old row, whatever the partitioning.
+    source.writeTo(target).overwrite(F.lit(True))
+
+
+def _merge(spark: SparkSession, job: WriteJob, source: DataFrame, target: str) -> None:
+    source.createOrReplaceTempView("icebench_source")
+    on = " AND ".join(f"t.{quoted(k)} = s.{quoted(k)}" for k in job.key_columns)
+    spark.sql(
+        f"MERGE INTO {target} t USING icebench_source s ON {on} "
+        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+    )
 
 
 @contextmanager

@@ -108,3 +108,19 @@ def test_a_bad_writer_option_is_one_line_naming_the_writer_and_option(tmp_path, 
 def test_the_spark_writers_take_spark_options_into_the_job():
     assert all(writers()[name].options is SparkOptions for name in ("spark", "spark-cow", "spark-mor"))
     assert all(w.options is EngineOptions for name, w in writers().items() if not name.startswith("spark"))
+
+
+def test_a_spark_failure_is_its_java_exception_in_one_line():
+    from harness.writers.spark import _plain_failure
+
+    py4j = Exception(
+        "An error occurred while calling o65.sql.\n"
+        ": org.apache.iceberg.exceptions.ValidationException: Found conflicting files that can contain "
+        "records matching true: [data/a.parquet]\n\tat org.apache.iceberg.MergingSnapshotProducer.validate"
+    )
+    assert str(_plain_failure(py4j)) == (
+        "Spark: ValidationException: Found conflicting files that can contain records matching true: "
+        "[data/a.parquet]"
+    )
+    nested = Exception("failed\nCaused by: java.io.IOException: outer\nCaused by: disk gone")
+    assert str(_plain_failure(nested)) == "Spark: disk gone"

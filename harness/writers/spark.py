@@ -149,6 +149,7 @@ def snapshot_split(table: Table, timer: StepTimer) -> Iterator[None]:
     timer.commits.append(finished - stamped)
 
 
+JAVA_EXCEPTION = re.compile(r"^: (?:[a-z]\w*\.)+([A-Z]\w*(?:Exception|Error)): (.*)$")
 UNREADABLE_FILE = re.compile(r"Encountered error while reading file (\S+?)\.? Details:")
 
 
@@ -162,7 +163,9 @@ def _plain_failure(exc: Exception) -> Exception:
         if line.startswith("Caused by:")
     ]
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    cause = causes[-1] if causes else (lines[0] if lines else type(exc).__name__)
+    # Py4J's first line only says which call failed; the Java exception follows as `: pkg.Name: ...`.
+    thrown = [f"{m.group(1)}: {m.group(2)}" for line in lines if (m := JAVA_EXCEPTION.match(line))]
+    cause = (causes or thrown or lines or [type(exc).__name__])[-1 if causes else 0]
     if unreadable := UNREADABLE_FILE.search(text):
         path = unreadable.group(1).removeprefix("file://")
         return SourceError(f"source file {path} is unreadable: {cause}")

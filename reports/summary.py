@@ -159,7 +159,17 @@ def fit_table(fit: Fit) -> Table:
     return rich_table(escape(fit_title(fit)).replace("; ", "\n"), *fit_rows(fit))
 
 
-WORKER_HEADERS = ["scenario", "writer", "worker", "set", "status", "commits", "retries", "wall s", "peak mem"]
+WORKER_HEADERS = [
+    "scenario",
+    "writer",
+    "worker",
+    "set (operation)",
+    "status",
+    "commits",
+    "retries",
+    "wall s",
+    "peak mem",
+]
 
 
 def worker_rows(records: Iterable[RunRecord]) -> tuple[list[str], list[list[str]], set[int]]:
@@ -169,7 +179,7 @@ def worker_rows(records: Iterable[RunRecord]) -> tuple[list[str], list[list[str]
             r.scenario,
             writer_text(r),
             w.name,
-            w.source_set,
+            f"{w.source_set} ({w.operation})" if w.operation else w.source_set,
             w.status + (f": {w.error}" if w.error else ""),
             str(len(w.commit_latencies_s)),
             count_text(w.commit_retries),

@@ -29,7 +29,7 @@ from harness.model import (
     WorkerSpec,
 )
 from harness.writers.base import Writer
-from scenarios.base import DataSets, Scenario, expect_both, expect_prefix, expect_set
+from scenarios.base import DataSets, Scenario, expect_both, expect_prefix
 from scenarios.oracle import Evidence, failed_check
 
 NOT_AT_LAST_COMMIT = "the table is not at the last snapshot the writer saw committed before it was killed"
@@ -111,8 +111,7 @@ class CrashMidWrite(KilledMidWrite):
 
     def expected_after(self, sets: DataSets, limit_rows: int | None = None) -> Expectation:
         """The initial set plus the first `limit_rows` rows appended (None: all of them)."""
-        initial = expect_set(sets["replacement"].manifest)
-        return expect_both(initial, expect_prefix(sets[self.source_set], limit_rows))
+        return expect_both(self.expected_before(sets), expect_prefix(sets[self.source_set], limit_rows))
 
 
 class CrashDuringDataFiles(CrashMidWrite):

@@ -207,6 +207,32 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="icebench", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
+    _add_generate(commands)
+    run = commands.add_parser("run", help="one scenario x writer run in a memory-capped worker")
+    run.add_argument("--scenario", required=True)
+    run.add_argument("--writer", required=True)
+    run.add_argument("--preset", default="tiny")
+    run.add_argument("--source", type=Path, help="generated set to feed the writer instead of the preset's")
+    run.add_argument("--base", type=Path, help="generated set the table holds before (replace, upsert)")
+    _common(run)
+
+    report = commands.add_parser("report", help="report.html + report.md with plots, next to the results")
+    report.add_argument("results_dir", type=Path, nargs="?", metavar="RESULTS_DIR", help="default: newest")
+    report.add_argument("--config", type=Path, help="TOML file with [settings] (results_dir)")
+
+    summary = commands.add_parser("summary", help="print the summary table of a results folder")
+    summary.add_argument("results_dir", type=Path, metavar="RESULTS_DIR")
+    summary.add_argument("--markdown", action="store_true", help="a Markdown table instead")
+
+    commands.add_parser("writers", help="list writer backends and the operations they support")
+    commands.add_parser("scenarios", help="list scenarios")
+
+    _add_matrix_and_scale(commands)
+    _add_baseline_compare_gate(commands)
+    return parser
+
+
+def _add_generate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     gen = commands.add_parser("generate", help="write a deterministic parquet set or an upsert change set")
     gen.add_argument("--preset", help=f"one of {', '.join(PRESETS)}")
     gen.add_argument("--rows", type=int)
@@ -231,25 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--memory", help="--engine spark: the driver's memory budget (heap 60%%), e.g. 4g")
     gen.add_argument("--config", type=Path, help="TOML file with a [settings] table")
 
-    run = commands.add_parser("run", help="one scenario x writer run in a memory-capped worker")
-    run.add_argument("--scenario", required=True)
-    run.add_argument("--writer", required=True)
-    run.add_argument("--preset", default="tiny")
-    run.add_argument("--source", type=Path, help="generated set to feed the writer instead of the preset's")
-    run.add_argument("--base", type=Path, help="generated set the table holds before (replace, upsert)")
-    _common(run)
 
-    report = commands.add_parser("report", help="report.html + report.md with plots, next to the results")
-    report.add_argument("results_dir", type=Path, nargs="?", metavar="RESULTS_DIR", help="default: newest")
-    report.add_argument("--config", type=Path, help="TOML file with [settings] (results_dir)")
-
-    summary = commands.add_parser("summary", help="print the summary table of a results folder")
-    summary.add_argument("results_dir", type=Path, metavar="RESULTS_DIR")
-    summary.add_argument("--markdown", action="store_true", help="a Markdown table instead")
-
-    commands.add_parser("writers", help="list writer backends and the operations they support")
-    commands.add_parser("scenarios", help="list scenarios")
-
+def _add_matrix_and_scale(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     matrix = commands.add_parser("matrix", help="every scenario x writer (x preset), with a summary table")
     matrix.add_argument("--preset", help="comma-separated presets (default: small)")
     matrix.add_argument("--scenarios", help="comma-separated scenario names (default: all)")
@@ -279,6 +288,8 @@ def build_parser() -> argparse.ArgumentParser:
     scale.add_argument("--report", action="store_true", help="end by writing report.html / report.md")
     _common(scale)
 
+
+def _add_baseline_compare_gate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     baseline = commands.add_parser("baseline", help="results folders as a baseline to gate against")
     baseline_actions = baseline.add_subparsers(dest="baseline_action", required=True)
     save = baseline_actions.add_parser("save", help="write the baseline of results folders as JSON")
@@ -302,7 +313,6 @@ def build_parser() -> argparse.ArgumentParser:
     gate_parser.add_argument("--config", type=Path, help="TOML file with a [gate] table of thresholds")
     gate_parser.add_argument("--results", type=Path, help="results root folder (default: results)")
     gate_parser.add_argument("--markdown", action="store_true", help="a Markdown table instead")
-    return parser
 
 
 def _settings(args: argparse.Namespace) -> Settings:

@@ -174,3 +174,23 @@ def test_a_failed_upsert_whose_new_rows_landed_fails_the_verdict(tiny_sets, tmp_
     assert not leftover.passed
     assert leftover.reason == f"{inserted:,} rows of worker a (changes) in the table, yet it failed: {error}"
     assert not checks["content_checksum"].passed
+
+
+def test_a_retried_dlt_upsert_strands_its_first_attempts_files(runner, tiny_sets):
+    """dlt's upsert that commits second retries and lands, but the data files of its first attempt
+    stay under the table, reachable from no metadata; one that commits first leaves nothing."""
+    record = runner.run(RunPlan(RACE, "dlt", "tiny", tiny_sets, 2_000, cap_bytes=1 << 30))
+    upsert = record.workers[0]
+
+    assert [w.status for w in record.workers] == ["ok", "ok"]
+    assert checks_of(record)["content_checksum"].passed
+    if upsert.commit_retries:
+        assert [c.name for c in record.verdict.failed] == ["no_orphans_after_success"]
+        stranded = checks_of(record)["no_orphans_after_success"]
+        assert stranded.actual == {
+            "files": record.orphan_files,
+            "lost_swap_metadata": 0,
+        }  # data, not metadata
+        assert record.orphan_files >= 1 and "/data/" in stranded.reason
+    else:
+        assert record.verdict.passed

@@ -6,6 +6,7 @@ import os
 import psutil
 import pyarrow as pa
 import pytest
+from conftest import RACE_DECIDES
 from pyarrow.fs import FileSelector, FileType
 
 from harness.results import ResultsStore
@@ -28,7 +29,10 @@ def test_same_verdict_as_embedded(
     status, passed = expected_outcome(scenario, writer, "local-services")
     failed = [f"{c.name}: {c.reason}" for c in record.verdict.failed] if record.verdict else []
     assert record.stack == "local-services"
-    assert record.status == status, (record.error, failed)
+    assert record.status == status or (status == RACE_DECIDES and record.status in ("ok", "error")), (
+        record.error,
+        failed,
+    )
     if passed is not None:
         assert verdict_passed(record) is passed, failed
 

@@ -8,8 +8,8 @@ import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.table import Table
 
-from harness.matrix import prepare_data
-from harness.settings import load_settings
+from harness.base.settings import load_settings
+from harness.run.matrix import prepare_data
 from scenarios import get_scenario
 from scenarios.base import DataSets
 

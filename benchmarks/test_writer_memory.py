@@ -5,8 +5,8 @@ streaming writer holds a few batches (~46 MiB here), the materialising one the w
 
 import pytest
 
-from harness.source import ParquetSource
-from harness.writers import Operation, StepTimer, WriteJob, get_writer
+from generators.source import ParquetSource
+from harness.engines.writers import Operation, StepTimer, WriteJob, get_writer
 
 BATCH_ROWS = 10_000
 STREAMING_LIMIT = "100 MB"

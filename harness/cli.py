@@ -18,16 +18,23 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from generators.changes import generate_changes
+from generators.datasets import data_set
 from generators.manifest import DatasetManifest
-from generators.on_spark import generate_base_on_spark
 from generators.presets import PRESETS, get_preset
 from generators.wide import generate_base
-from harness.caps import ISOLATIONS, check_cap_fits, format_size, parse_size, resolve_isolation
-from harness.datasets import data_set
-from harness.envs import variants
-from harness.errors import IcebenchError, IcebenchWarning, failure_line
-from harness.leftovers import sweep_leftovers
-from harness.matrix import (
+from harness.base.caps import ISOLATIONS, check_cap_fits, format_size, parse_size, resolve_isolation
+from harness.base.errors import IcebenchError, IcebenchWarning, failure_line
+from harness.base.ownership import owned
+from harness.base.redaction import redact
+from harness.base.results import ResultsStore, environment, read_runs
+from harness.base.settings import BOX_ENV, EngineTables, Settings, check_engines, load_settings
+from harness.base.signals import terminates_like_ctrl_c
+from harness.engines.spark import SparkOptions
+from harness.engines.spark_generate import generate_base_on_spark
+from harness.engines.verifiers import get_verifier, verifier_names, verifiers
+from harness.engines.writers import get_writer, writers
+from harness.model import EngineOptions, Operation, RunRecord
+from harness.run.matrix import (
     MatrixConfig,
     MatrixEvents,
     ProgressFactory,
@@ -36,18 +43,11 @@ from harness.matrix import (
     prepare_data,
     run_matrix,
 )
-from harness.model import EngineOptions, Operation, RunRecord
-from harness.own_memory import high_water_mark, run_in_box
-from harness.ownership import owned
-from harness.redaction import redact
-from harness.results import ResultsStore, environment, read_runs
-from harness.runner import Runner, RunPlan
-from harness.settings import BOX_ENV, EngineTables, Settings, check_engines, load_settings
-from harness.signals import terminates_like_ctrl_c
-from harness.spark import SparkOptions
-from harness.stacks import Stack, get_stack, stacks, started
-from harness.verifiers import get_verifier, verifier_names, verifiers
-from harness.writers import get_writer, writers
+from harness.run.runner import Runner, RunPlan
+from harness.services.envs import variants
+from harness.services.leftovers import sweep_leftovers
+from harness.services.own_memory import high_water_mark, run_in_box
+from harness.services.stacks import Stack, get_stack, stacks, started
 from reports.baseline import baseline_of, build_baseline, load_baseline, newest_results_folder, save_baseline
 from reports.compare import (
     NOT_COMPARABLE,
@@ -361,7 +361,7 @@ def _engine_models() -> dict[str, type[EngineOptions]]:
 @contextmanager
 def _session(settings: Settings) -> Iterator[tuple[ResultsStore, Stack]]:
     """A new results folder with its environment.json, and the stack's services up meanwhile;
-    first, what harnesses killed before they could clean up left (harness.leftovers)."""
+    first, what harnesses killed before they could clean up left (harness.services.leftovers)."""
     if swept := sweep_leftovers(settings.results_dir):
         console.print(f"swept what killed harnesses left: {swept}")
     store = ResultsStore(settings.results_dir)

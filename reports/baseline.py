@@ -15,9 +15,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from harness.errors import IcebenchError, first_error
+from harness.base.errors import IcebenchError, first_error
+from harness.base.results import now_iso, read_environment, read_runs
 from harness.model import Metric, RunKey, RunRecord, Status, metrics, run_key
-from harness.results import now_iso, read_environment, read_runs
 from reports.fits import Fit, fits
 
 # 2: run keys with isolation, cap and batch size, the writers' source hashes, fits computed from

@@ -1,5 +1,5 @@
 """Growth fits of the scale axis, computed from runs.jsonl: the points of one run key (less the
-batch count) fitted as total write time against batch count (harness/growth.py)."""
+batch count) fitted as total write time against batch count (harness/base/growth.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel
 
-from harness.growth import growth_class, growth_exponent, tail_exponent
+from harness.base.growth import growth_class, growth_exponent, tail_exponent
 from harness.model import RunKey, RunRecord, run_key
 
 

@@ -17,9 +17,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 from rich.table import Table
 
-from harness.errors import IcebenchError, first_error
+from harness.base.errors import IcebenchError, first_error
+from harness.base.settings import read_toml
 from harness.model import Metric, metric, metrics
-from harness.settings import read_toml
 from reports.baseline import Baseline, status_text
 from reports.compare import KeyComparison, change_text, compare, kind_metrics, rich_table
 from reports.summary import markdown_table, metric_text

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from harness.errors import IcebenchError
+from harness.base.errors import IcebenchError
+from harness.base.results import read_environment, read_runs
 from harness.model import RunRecord
-from harness.results import read_environment, read_runs
 from reports.fits import Fit, fits
 from reports.plots import (
     latency_figure,

@@ -8,7 +8,7 @@ from functools import partial
 from rich.markup import escape
 from rich.table import Table
 
-from harness.caps import format_size
+from harness.base.caps import format_size
 from harness.model import Metric, RunRecord, metrics
 from reports.fits import Fit, point_batches
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from functools import cache
 
-from harness.registry import discover, lookup
+from harness.base.registry import discover, lookup
 from scenarios.base import Scenario
 
 __all__ = ["Scenario", "get_scenario", "scenarios"]

@@ -27,7 +27,7 @@ class BadSource(Scenario):
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if isinstance(cls.__dict__.get("damage"), str):
-            cls.source_set = f"base-{cls.__dict__['damage']}"  # made by harness/datasets.py
+            cls.source_set = f"base-{cls.__dict__['damage']}"  # made by generators/datasets.py
 
     def expected_after(self, sets: DataSets, limit_rows: int | None = None) -> Expectation:
         return self.expected_before(sets)  # a damaged source must never land, not even in part

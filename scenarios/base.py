@@ -21,13 +21,13 @@ from pyiceberg.table import Table
 from pyiceberg.types import StringType
 
 from generators.checksum import Checksum
+from generators.datasets import DataSet, DataSets
 from generators.manifest import DatasetManifest
 from generators.schema import EVOLVED_COLUMN, KEY_COLUMN
-from harness.datasets import DataSet, DataSets
+from generators.source import ParquetSource
+from harness.engines.writers.base import Writer
+from harness.judge.oracle import Evidence, operation_checks
 from harness.model import Check, Expectation, Feed, Operation, WorkerEnd, WorkerResult, WorkerSpec
-from harness.source import ParquetSource
-from harness.writers.base import Writer
-from scenarios.oracle import Evidence, operation_checks
 
 
 def expect_set(manifest: DatasetManifest) -> Expectation:

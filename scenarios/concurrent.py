@@ -13,9 +13,9 @@ from abc import abstractmethod
 from pathlib import Path
 from typing import Any
 
+from harness.judge.oracle import Evidence, count_in_ranges, failed_check, no_orphans_check
 from harness.model import Check, Expectation, Feed, KeyRanges, Rendezvous, WorkerEnd
 from scenarios.base import DataSets, Scenario, expect_both, expect_set
-from scenarios.oracle import Evidence, count_in_ranges, failed_check, no_orphans_check
 
 
 class Concurrent(Scenario):

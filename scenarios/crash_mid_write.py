@@ -1,7 +1,7 @@
 """crash-mid-write: the worker is SIGKILLed at a chosen point of an append; the table must survive it.
 
 The kill needs no help from the writer: the worker hands it a StepTimer that kills its own process
-(harness/worker.py, KillingStepTimer) once the first step is staged, on entering the first
+(harness/engines/worker.py, KillingStepTimer) once the first step is staged, on entering the first
 catalog commit, or once the commit that completes the operation returned. Afterwards the oracle
 checks that the table loads, sits at the last snapshot the writer saw committed, and holds
 exactly the rows committed by then; the files the dead writer left are counted as orphans.
@@ -16,6 +16,8 @@ from abc import abstractmethod
 from pathlib import Path
 from typing import Any
 
+from harness.engines.writers.base import Writer
+from harness.judge.oracle import Evidence, failed_check
 from harness.model import (
     SIGKILL_EXIT_CODES,
     Check,
@@ -28,9 +30,7 @@ from harness.model import (
     WorkerResult,
     WorkerSpec,
 )
-from harness.writers.base import Writer
 from scenarios.base import DataSets, Scenario, expect_both, expect_prefix
-from scenarios.oracle import Evidence, failed_check
 
 NOT_AT_LAST_COMMIT = "the table is not at the last snapshot the writer saw committed before it was killed"
 

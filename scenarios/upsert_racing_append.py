@@ -9,7 +9,7 @@ set's and from the change set's new keys, so every outcome has one exact expecte
 
 from __future__ import annotations
 
-from harness.errors import IcebenchError
+from harness.base.errors import IcebenchError
 from harness.model import Expectation, Feed, KeyRanges, Operation
 from scenarios.base import DataSets
 from scenarios.concurrent import Concurrent, landed_sets

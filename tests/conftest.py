@@ -3,14 +3,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.datasets import SET_DEPENDENCIES
-from harness.matrix import prepare_data
-from harness.results import ResultsStore
-from harness.runner import Runner
-from harness.settings import Settings, load_settings
-from harness.stacks import started
-from harness.stacks.embedded import EmbeddedStack
-from harness.writers import writers
+from generators.datasets import SET_DEPENDENCIES
+from harness.base.results import ResultsStore
+from harness.base.settings import Settings, load_settings
+from harness.engines.writers import writers
+from harness.run.matrix import prepare_data
+from harness.run.runner import Runner
+from harness.services.stacks import started
+from harness.services.stacks.embedded import EmbeddedStack
 from scenarios import scenarios
 from scenarios.base import DataSets
 

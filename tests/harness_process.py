@@ -13,9 +13,9 @@ from typing import TypeVar
 
 import psutil
 
-from harness.caps import cgroup_parent
-from harness.ownership import pid_alive
-from harness.settings import Settings
+from harness.base.caps import cgroup_parent
+from harness.base.ownership import pid_alive
+from harness.base.settings import Settings
 
 T = TypeVar("T")
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from harness.base.results import read_runs
 from harness.cli import main
-from harness.results import read_runs
 
 
 def run_cli(capsys, settings, *args: str) -> tuple[int, str]:

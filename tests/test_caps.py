@@ -3,8 +3,8 @@ import sys
 
 import pytest
 
-from harness.caps import CgroupCap, cgroup_parent, format_size, make_cap, parse_size
-from harness.errors import IcebenchError
+from harness.base.caps import CgroupCap, cgroup_parent, format_size, make_cap, parse_size
+from harness.base.errors import IcebenchError
 
 needs_cgroup = pytest.mark.skipif(cgroup_parent() is None, reason="no writable cgroup v1 memory controller")
 

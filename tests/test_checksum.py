@@ -17,11 +17,11 @@ from old_checksum import OldChecksum, old_hash_string_collision, old_row_hashes
 
 from generators.changes import generate_changes
 from generators.checksum import _CELL_KEY, _ROW_KEY, CHECKSUM_VERSION, Checksum, Tag, column_seed, row_hashes
+from generators.datasets import DataCache, data_set
 from generators.manifest import MANIFEST_FILE, DatasetManifest, ManifestError
 from generators.presets import get_preset
 from generators.wide import _string_pool
-from harness.datasets import DataCache, data_set
-from harness.errors import SourceError
+from harness.base.errors import SourceError
 
 REPO = Path(__file__).resolve().parents[1]
 MASK = (1 << 64) - 1

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
+from harness.base.results import read_runs
 from harness.cli import main
-from harness.results import read_runs
-from harness.writers import writers
+from harness.engines.writers import writers
 from reports.baseline import newest_results_folder
 from reports.fits import fits
 

@@ -9,25 +9,25 @@ import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
 from generators.checksum import Checksum
-from harness.envs import Variant
-from harness.matrix import prepare_data
+from generators.source import ParquetSource
+from harness.base.results import ResultsStore
+from harness.engines.writers import Operation, writers
+from harness.judge.oracle import capture_state, judge
 from harness.model import Check, Feed, Rendezvous, RendezvousMissed, Status, Verdict, WorkerEnd, WorkerOutcome
-from harness.results import ResultsStore
-from harness.runner import Runner, RunPlan, run_error
-from harness.source import ParquetSource
-from harness.stacks.embedded import EmbeddedStack
-from harness.writers import Operation, writers
+from harness.run.matrix import prepare_data
+from harness.run.runner import Runner, RunPlan, run_error
+from harness.services.envs import Variant
+from harness.services.stacks.embedded import EmbeddedStack
 from reports.summary import worker_rows
 from scenarios import get_scenario
 from scenarios.base import register_set
-from scenarios.oracle import capture_state, judge
 
 SCENARIO = "concurrent-writers"
 # Both workers append: writers that only upsert have no part in this race.
 PYICEBERG_WRITERS = [
     n
     for n, w in writers().items()
-    if w.__module__.startswith("harness.writers.pyiceberg_") and w.supports(Operation.APPEND)
+    if w.__module__.startswith("harness.engines.writers.pyiceberg_") and w.supports(Operation.APPEND)
 ]
 NO_RETRIES = "0.9.1"  # pyiceberg retries commit conflicts from 0.12.0 on
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.base.results import read_runs
 from harness.cli import main
-from harness.results import read_runs
 
 NO_SPACE = "No space left on device"
 

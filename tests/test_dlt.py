@@ -4,10 +4,10 @@ these check what is particular to it."""
 
 import pytest
 
-from harness.runner import RunPlan
-from harness.stacks import stacks
-from harness.writers import get_writer
-from harness.writers.dlt import _root_cause, _s3_options
+from harness.engines.writers import get_writer
+from harness.engines.writers.dlt import _root_cause, _s3_options
+from harness.run.runner import RunPlan
+from harness.services.stacks import stacks
 
 pytest.importorskip("dlt")
 

@@ -2,12 +2,12 @@
 
 import pytest
 
-from harness.caps import cgroup_parent
-from harness.container import docker_client
-from harness.errors import IcebenchError
-from harness.results import ResultsStore
-from harness.runner import Runner, RunPlan
-from harness.stacks import started
+from harness.base.caps import cgroup_parent
+from harness.base.errors import IcebenchError
+from harness.base.results import ResultsStore
+from harness.run.runner import Runner, RunPlan
+from harness.services.container import docker_client
+from harness.services.stacks import started
 
 
 def engine_available() -> bool:
@@ -48,7 +48,7 @@ def test_scenario_in_a_container_against_s3_and_rest(docker_stack, tiny_sets):
 
 def test_container_over_its_cap_is_an_oom_result(docker_stack, settings):
 
-    from harness.matrix import prepare_data
+    from harness.run.matrix import prepare_data
 
     sets = prepare_data(settings, "small", ["base"])
     record = docker_stack.run(RunPlan("append", "pyiceberg-table", "small", sets, 10_000, 450 * 2**20))
@@ -60,8 +60,8 @@ def test_container_over_its_cap_is_an_oom_result(docker_stack, settings):
 def test_spark_writer_in_a_container(settings, tiny_sets, tmp_path):
     """The worker image carries a JRE: Spark's driver JVM runs inside the container's cap."""
     pytest.importorskip("pyspark")
-    from harness.spark import missing_jars
-    from harness.stacks.embedded import EmbeddedStack
+    from harness.engines.spark import missing_jars
+    from harness.services.stacks.embedded import EmbeddedStack
 
     if missing_jars():
         pytest.skip("Spark jars missing: run make rest-catalog")

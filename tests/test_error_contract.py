@@ -5,13 +5,13 @@ import os
 
 import pytest
 
-from harness.caps import machine_memory_bytes
+from harness.base.caps import machine_memory_bytes
+from harness.base.errors import IcebenchWarning
+from harness.base.redaction import redact
+from harness.base.results import ResultsStore, read_runs
+from harness.base.settings import load_settings
 from harness.cli import main
-from harness.errors import IcebenchWarning
 from harness.model import Environment, RunRecord
-from harness.redaction import redact
-from harness.results import ResultsStore, read_runs
-from harness.settings import load_settings
 
 
 def one_line_error(capsys, *args: str) -> str:

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.launcher import Launch
-from harness.matrix import MatrixConfig
+from harness.engines.spark import missing_jars
+from harness.engines.worker import run
+from harness.engines.writers import Operation, StepTimer, WriteJob, Writer, writers
 from harness.model import KillNote, WorkerSpec
-from harness.runner import RunPlan
-from harness.spark import missing_jars
-from harness.stacks import close_catalog
-from harness.worker import run
-from harness.writers import Operation, StepTimer, WriteJob, Writer, writers
+from harness.run.matrix import MatrixConfig
+from harness.run.runner import RunPlan
+from harness.services.launcher import Launch
+from harness.services.stacks import close_catalog
 from scenarios import get_scenario, scenarios
 from scenarios.crash_mid_write import read_kill_note
 
@@ -29,7 +29,7 @@ CRASH_SCENARIOS = {
 PYICEBERG_WRITERS = [
     n
     for n, w in writers().items()
-    if w.__module__.startswith("harness.writers.pyiceberg_") and w.supports(Operation.APPEND)
+    if w.__module__.startswith("harness.engines.writers.pyiceberg_") and w.supports(Operation.APPEND)
 ]
 # They write data files (and stage manifests) before their catalog commit: a kill before it
 # strands them. The others write inside the commit call (or, commit-per-batch, commit each batch).
@@ -113,8 +113,8 @@ def test_a_kill_point_the_writer_never_reaches_is_reported_not_faked(
     def must_not_kill(pid: int, sig: int) -> None:
         raise AssertionError("the worker tried to kill itself")
 
-    monkeypatch.setattr("harness.worker.os.kill", must_not_kill)  # this runs inside pytest
-    monkeypatch.setattr("harness.worker.get_writer", lambda name: NoTimerWriter)
+    monkeypatch.setattr("harness.engines.worker.os.kill", must_not_kill)  # this runs inside pytest
+    monkeypatch.setattr("harness.engines.worker.get_writer", lambda name: NoTimerWriter)
     scenario = get_scenario("crash-before-commit")()
     run_catalog = runner.stack.catalog_for_run(tmp_path, "never")
     catalog = run_catalog.open()

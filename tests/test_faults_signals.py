@@ -13,14 +13,14 @@ import psutil
 import pytest
 from harness_process import HarnessRun, wait_for
 
-from harness.caps import cgroup_parent
-from harness.container import remove_orphaned_containers
-from harness.leftovers import sweep_leftovers
-from harness.ownership import MARKER, Owner, owned, pid_alive
-from harness.rest_catalog import BUILD_DIR
-from harness.runner import RunPlan
-from harness.signals import Terminated, signals_held, terminates_like_ctrl_c
-from harness.stacks.embedded import EmbeddedStack
+from harness.base.caps import cgroup_parent
+from harness.base.ownership import MARKER, Owner, owned, pid_alive
+from harness.base.signals import Terminated, signals_held, terminates_like_ctrl_c
+from harness.run.runner import RunPlan
+from harness.services.container import remove_orphaned_containers
+from harness.services.leftovers import sweep_leftovers
+from harness.services.rest_catalog import BUILD_DIR
+from harness.services.stacks.embedded import EmbeddedStack
 
 needs_cgroup = pytest.mark.skipif(cgroup_parent() is None, reason="needs a cgroup v1 memory controller")
 
@@ -135,7 +135,8 @@ def test_sweep_removes_the_containers_of_a_dead_harness_only():
 
 def test_sweep_cleans_a_dead_owners_run_folders_and_keeps_its_results(tmp_path):
     dead_owner = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from pathlib import Path; from harness.ownership import owned\n"
+        [sys.executable, "-c", "import sys; from pathlib import Path\n"
+         "from harness.base.ownership import owned\n"
          "with owned(Path(sys.argv[1])): import os; os.kill(os.getpid(), 9)", str(tmp_path / "dead")],
     )  # fmt: skip
     (tmp_path / "dead").mkdir()

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.base.errors import IcebenchError
+from harness.base.results import ResultsStore
 from harness.cli import main
-from harness.errors import IcebenchError
 from harness.model import Check, RunRecord, Verdict
-from harness.results import ResultsStore
 from reports.baseline import build_baseline, load_baseline, save_baseline
 from reports.compare import compare, comparison_markdown
 from reports.gate import GateThresholds, gate, load_thresholds, regressions_markdown

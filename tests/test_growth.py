@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from harness.growth import growth_class, growth_exponent, late_early_ratio
+from harness.base.growth import growth_class, growth_exponent, late_early_ratio
 
 COUNTS = [25, 50, 100, 200]
 

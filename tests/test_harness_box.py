@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from harness.caps import cgroup_parent
-from harness.results import read_runs
+from harness.base.caps import cgroup_parent
+from harness.base.results import read_runs
 from reports.baseline import newest_results_folder
 
 pytestmark = [

@@ -5,7 +5,7 @@ import signal
 import pytest
 from harness_process import HarnessRun
 
-from harness.caps import cgroup_parent
+from harness.base.caps import cgroup_parent
 
 
 @pytest.mark.skipif(cgroup_parent() is None, reason="needs a cgroup to look for")

@@ -9,15 +9,15 @@ import pytest
 from conftest import RACE_DECIDES
 from pyarrow.fs import FileSelector, FileType
 
-from harness.results import ResultsStore
-from harness.runner import Runner, RunPlan
-from harness.stacks import started
-from harness.stacks.base import CATALOG_TOKEN_VARIABLE
-from harness.stacks.local_services import LocalServicesStack
-from harness.writers import writers
+from harness.base.results import ResultsStore
+from harness.engines.writers import writers
+from harness.run.runner import Runner, RunPlan
+from harness.services.stacks import started
+from harness.services.stacks.base import CATALOG_TOKEN_VARIABLE
+from harness.services.stacks.local_services import LocalServicesStack
 from scenarios import scenarios
 
-SERVICE_MARKERS = ("harness.moto_server", "RestCatalogServer")
+SERVICE_MARKERS = ("harness.services.moto_server", "RestCatalogServer")
 
 
 @pytest.mark.parametrize("writer", list(writers()))

@@ -11,13 +11,13 @@ import pytest
 from test_gate import APPEND_KEY, results, run, three
 
 import harness.model
+from harness.base.errors import IcebenchError
+from harness.base.registry import source_hash
+from harness.base.results import CHECKOUT, ResultsStore, environment, git_state, read_runs
 from harness.cli import main
-from harness.errors import IcebenchError
-from harness.matrix import MatrixConfig
+from harness.engines.writers import get_writer
 from harness.model import RESULTS_SCHEMA_VERSION, Gate, Metric, run_key
-from harness.registry import source_hash
-from harness.results import CHECKOUT, ResultsStore, environment, git_state, read_runs
-from harness.writers import get_writer
+from harness.run.matrix import MatrixConfig
 from reports.baseline import aggregate_runs, build_baseline, save_baseline
 from reports.compare import NOT_COMPARABLE, compare
 from reports.gate import GateThresholds, gate

@@ -2,9 +2,9 @@
 
 import pytest
 
-from harness.caps import cgroup_parent
-from harness.matrix import prepare_data
-from harness.runner import RunPlan
+from harness.base.caps import cgroup_parent
+from harness.run.matrix import prepare_data
+from harness.run.runner import RunPlan
 
 CAP = 450 * 2**20  # above what a streaming writer needs on `small`, below a whole-table materialisation
 

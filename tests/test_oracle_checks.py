@@ -16,11 +16,11 @@ from pyiceberg.table import Table
 from pyiceberg.types import LongType, StringType
 
 from generators.schema import KEY_COLUMN
+from harness.judge.oracle import capture_state, judge
+from harness.judge.readback import _prefetched, read_content
 from harness.model import Verdict
 from scenarios import get_scenario
 from scenarios.base import DataSets, _place_file, expect_set, register_set
-from scenarios.oracle import capture_state, judge
-from scenarios.readback import _prefetched, read_content
 
 # DataFile fields by position (pyiceberg 0.12's Record layout): record_count, lower_bounds.
 _RECORD_COUNT, _LOWER_BOUNDS = 4, 10

@@ -2,9 +2,9 @@
 
 import pytest
 
-from harness.results import read_runs
-from harness.runner import RunPlan
-from harness.writers import writers
+from harness.base.results import read_runs
+from harness.engines.writers import writers
+from harness.run.runner import RunPlan
 from scenarios import scenarios
 
 UPSERT_AFTER_ADD_COLUMN = "apache/iceberg-python#2467"

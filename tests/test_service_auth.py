@@ -18,10 +18,10 @@ from pyarrow.fs import FileSelector
 from pyiceberg.exceptions import UnauthorizedError
 
 from harness.cli import main
-from harness.object_store import MotoS3Server, S3Endpoint
-from harness.runner import Runner
-from harness.stacks.base import CATALOG_TOKEN_VARIABLE
-from harness.stacks.local_services import LocalServicesStack
+from harness.run.runner import Runner
+from harness.services.object_store import MotoS3Server, S3Endpoint
+from harness.services.stacks.base import CATALOG_TOKEN_VARIABLE
+from harness.services.stacks.local_services import LocalServicesStack
 from reports.baseline import newest_results_folder
 
 

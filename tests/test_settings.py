@@ -1,9 +1,9 @@
 import pytest
 
+from harness.base.errors import IcebenchError
+from harness.base.settings import Settings, check_environment, load_settings
 from harness.cli import main
-from harness.errors import IcebenchError
-from harness.settings import Settings, check_environment, load_settings
-from harness.spark import SparkOptions
+from harness.engines.spark import SparkOptions
 
 
 def test_precedence_defaults_file_environment_flags(tmp_path, monkeypatch):

@@ -10,15 +10,15 @@ import json
 import pytest
 
 from generators.checksum import Checksum
+from harness.base.errors import IcebenchError
+from harness.base.results import ResultsStore
 from harness.cli import main
-from harness.errors import IcebenchError
-from harness.results import ResultsStore
-from harness.runner import Runner, RunPlan
-from harness.spark import missing_jars, spark_supports
-from harness.spark_cluster import standalone_cluster
-from harness.stacks.embedded import EmbeddedStack
-from harness.stacks.external import ExternalStack
-from scenarios.oracle import engines_agree
+from harness.engines.spark import missing_jars, spark_supports
+from harness.judge.oracle import engines_agree
+from harness.run.runner import Runner, RunPlan
+from harness.services.spark_cluster import standalone_cluster
+from harness.services.stacks.embedded import EmbeddedStack
+from harness.services.stacks.external import ExternalStack
 
 pytest.importorskip("pyspark")
 pytestmark = pytest.mark.skipif(bool(missing_jars()), reason="Spark jars missing: run make rest-catalog")

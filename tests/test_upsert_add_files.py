@@ -1,4 +1,4 @@
-"""Upserts by a copy-on-write delete plus add_files (harness/writers/pyiceberg_delete_add_files.py):
+"""Upserts by a copy-on-write delete plus add_files (harness/engines/writers/pyiceberg_delete_add_files.py):
 what they refuse before writing anything, which files they rewrite, and what a failed, broken or
 killed upsert leaves behind. Their plain runs are in tests/test_runs.py with every writer."""
 
@@ -18,17 +18,17 @@ from pyiceberg.transforms import BucketTransform
 from generators.checksum import Checksum
 from generators.faults import damaged_copy
 from generators.manifest import DatasetManifest
-from harness.errors import IcebenchError
+from generators.source import ParquetSource
+from harness.base.errors import IcebenchError
+from harness.base.results import read_runs
+from harness.engines.writers import Operation, StepTimer, WriteJob, get_writer, writers
+from harness.engines.writers.pyiceberg_delete_add_files import ChangeKeys
+from harness.judge.oracle import read_content
 from harness.model import Expectation, KillPoint
-from harness.results import read_runs
-from harness.runner import RunPlan
-from harness.source import ParquetSource
-from harness.writers import Operation, StepTimer, WriteJob, get_writer, writers
-from harness.writers.pyiceberg_delete_add_files import ChangeKeys
+from harness.run.runner import RunPlan
 from scenarios import scenarios
 from scenarios.base import DataSet, DataSets, Scenario
 from scenarios.crash_mid_write import KilledMidWrite
-from scenarios.oracle import read_content
 from scenarios.upsert import Upsert
 
 UPSERT_WRITERS = [n for n, w in writers().items() if w.__module__.endswith(".pyiceberg_delete_add_files")]
@@ -182,7 +182,7 @@ def test_a_commit_of_unknown_outcome_keeps_the_files(tmp_path, tiny_sets, monkey
 
 
 class CrashedUpsert(KilledMidWrite, Upsert):
-    """The upsert with the worker SIGKILLed at a point (harness/worker.py does the killing): a
+    """The upsert with the worker SIGKILLed at a point (harness/engines/worker.py does the killing): a
     single commit lands whole or not at all."""
 
     in_default_matrix = False

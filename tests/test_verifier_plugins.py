@@ -1,4 +1,4 @@
-"""Verifiers are plug-ins like writers: a module in harness/verifiers is found by name, an unknown
+"""Verifiers are plug-ins like writers: a module in harness/engines/verifiers is found by name, an unknown
 name is one line with the choices, and the oracle's `engines_agree` check works with any of them."""
 
 import sys
@@ -7,16 +7,23 @@ import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
 from generators.checksum import Checksum
+from harness.base.errors import IcebenchError
+from harness.base.registry import discover
 from harness.cli import main
-from harness.errors import IcebenchError
+from harness.engines.spark import SparkOptions
+from harness.engines.verifiers import (
+    PRIMARY,
+    Verifier,
+    VerifierFailed,
+    get_verifier,
+    verifier_names,
+    verifiers,
+)
+from harness.engines.verifiers.spark import SparkVerifier
+from harness.judge.oracle import capture_state, judge
 from harness.model import EngineOptions
-from harness.registry import discover
-from harness.spark import SparkOptions
-from harness.verifiers import PRIMARY, Verifier, VerifierFailed, get_verifier, verifier_names, verifiers
-from harness.verifiers.spark import SparkVerifier
 from scenarios import get_scenario
 from scenarios.base import expect_set, register_set
-from scenarios.oracle import capture_state, judge
 
 
 def test_the_spark_verifier_is_found_by_name_and_pyiceberg_is_the_oracles_own_read():
@@ -52,7 +59,7 @@ def test_a_new_verifier_module_is_a_plug_in(tmp_path, monkeypatch):
     (package / "__init__.py").write_text("")
     (package / "echo.py").write_text(
         "from generators.checksum import Checksum\n"
-        "from harness.verifiers.base import Verifier\n\n"
+        "from harness.engines.verifiers.base import Verifier\n\n"
         "class EchoVerifier(Verifier):\n"
         "    name = 'echo'\n"
         "    description = 'reads nothing'\n\n"

@@ -3,12 +3,12 @@ layered over the main one, its runs labelled, side by side in results, baselines
 
 import pytest
 
+from harness.base.errors import IcebenchError
+from harness.base.results import ResultsStore, read_runs
 from harness.cli import main
-from harness.envs import Variant, installed_version, library_env
-from harness.errors import IcebenchError
-from harness.results import ResultsStore, read_runs
-from harness.runner import Runner
-from harness.stacks.embedded import EmbeddedStack
+from harness.run.runner import Runner
+from harness.services.envs import Variant, installed_version, library_env
+from harness.services.stacks.embedded import EmbeddedStack
 from reports.baseline import build_baseline, newest_results_folder
 
 OLD = "0.9.1"

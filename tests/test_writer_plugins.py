@@ -5,11 +5,11 @@ from enum import StrEnum
 
 import pytest
 
+from harness.engines.spark import SparkOptions
+from harness.engines.worker import run
+from harness.engines.writers import Operation, StepTimer, WriteJob, Writer, writers
+from harness.engines.writers.base import UnsupportedOperation
 from harness.model import EngineOptions, WorkerSpec
-from harness.spark import SparkOptions
-from harness.worker import run
-from harness.writers import Operation, StepTimer, WriteJob, Writer, writers
-from harness.writers.base import UnsupportedOperation
 from scenarios.upsert import Upsert
 
 
@@ -111,7 +111,7 @@ def test_the_spark_writers_take_spark_options_into_the_job():
 
 
 def test_a_spark_failure_is_its_java_exception_in_one_line():
-    from harness.writers.spark import _plain_failure
+    from harness.engines.writers.spark import _plain_failure
 
     py4j = Exception(
         "An error occurred while calling o65.sql.\n"

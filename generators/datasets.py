@@ -1,0 +1,162 @@
+"""The generated sets a preset's scenarios need, made once and cached under settings.data_dir."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
+
+from generators.changes import generate_changes
+from generators.checksum import CHECKSUM_VERSION
+from generators.faults import DAMAGES, Damage, damaged_copy
+from generators.manifest import MANIFEST_FILE, DatasetManifest, ManifestError
+from generators.presets import Preset
+from generators.wide import generate_base
+from harness.base.errors import SourceError
+
+# Base-like sets of their own seed whose keys follow each other's: base 0..rows-1, replacement
+# rows..2*rows-1, `disjoint-N` N*rows..; the change set's new keys start at rows, so from
+# disjoint-2 on a set's keys are apart from every other set's (a scenario just names one).
+DISJOINT_SETS = {"base": 0, "replacement": 1} | {f"disjoint-{n}": n for n in range(2, 4)}
+# name -> sets it is derived from; generated in this order.
+SET_DEPENDENCIES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(DISJOINT_SETS, ()),
+    "changes": ("base",),
+    "changes-evolved": ("base",),
+    # The base set with its middle file broken (generators/faults.py), for the bad-source scenarios.
+    **{f"base-{damage}": ("base",) for damage in DAMAGES},
+}
+DAMAGED_SETS = frozenset(name for name in SET_DEPENDENCIES if name.startswith("base-"))
+
+ProgressFactory = Callable[[str, int], Callable[[int], None]]
+
+
+@dataclass(frozen=True)
+class DataSet:
+    directory: Path
+    manifest: DatasetManifest
+
+
+DataSets = dict[str, DataSet]
+
+
+class DataCache:
+    def __init__(self, root: Path, seed: int, update_ratio: float, insert_ratio: float) -> None:
+        self.root = root.resolve()
+        self.seed = seed
+        self.update_ratio = update_ratio
+        self.insert_ratio = insert_ratio
+
+    def folder(self, preset: Preset) -> Path:
+        return self.root / f"{preset.name}-{preset.rows}x{preset.columns}-f{preset.files}-seed{self.seed}"
+
+    def ensure(
+        self, preset: Preset, names: Iterable[str], progress: ProgressFactory | None = None
+    ) -> DataSets:
+        wanted = set(names)
+        for name in list(wanted):
+            wanted.update(SET_DEPENDENCIES[name])
+        sets: DataSets = {}
+        for name in (n for n in SET_DEPENDENCIES if n in wanted):
+            directory = self._set_folder(preset, name)
+            if not self._usable(directory):
+                with _generation_lock(directory):  # another invocation may be making the same set
+                    if not self._usable(directory):
+                        shutil.rmtree(directory, ignore_errors=True)
+                        self._generate(preset, name, directory, sets, progress)
+            sets[name] = DataSet(directory, DatasetManifest.load(directory))
+        return sets
+
+    def _generate(
+        self, preset: Preset, name: str, directory: Path, sets: DataSets, progress: ProgressFactory | None
+    ) -> None:
+        """Into a staging folder of this process, renamed into place once complete: a set is
+        either whole or absent, and a failure (a full disk, Ctrl-C) leaves no partial folder."""
+        for stale in directory.parent.glob(f".{directory.name}.partial*"):  # a dead run's, under the lock
+            shutil.rmtree(stale, ignore_errors=True)
+        staging = directory.with_name(f".{directory.name}.partial-{os.getpid()}")
+        try:
+            self._write_set(preset, name, staging, sets, progress)
+            staging.rename(directory)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+    def _write_set(
+        self, preset: Preset, name: str, staging: Path, sets: DataSets, progress: ProgressFactory | None
+    ) -> None:
+        if name.startswith("base-"):
+            damaged_copy(sets["base"].directory, staging, cast(Damage, name.removeprefix("base-")))
+            return
+        rows = preset.rows if name in DISJOINT_SETS else self._change_rows(preset)
+        advance = progress(f"generate {preset.name}/{name}", rows) if progress else None
+        if name in DISJOINT_SETS:
+            # Disjoint keys and other values: e.g. every row a replace removed must disappear.
+            index = DISJOINT_SETS[name]
+            generate_base(
+                staging,
+                rows=preset.rows,
+                columns=preset.columns,
+                files=preset.files,
+                seed=self.seed + index + (index >= 2),  # seed + 2 is the change set's
+                first_key=preset.rows * index,
+                progress=advance,
+            )
+        else:
+            generate_changes(
+                sets["base"].directory,
+                staging,
+                seed=self.seed + 2,
+                update_ratio=self.update_ratio,
+                insert_ratio=self.insert_ratio,
+                evolved=name == "changes-evolved",
+                progress=advance,
+            )
+
+    @staticmethod
+    def _usable(directory: Path) -> bool:
+        """A complete set of this checksum version. One whose checksums another algorithm
+        computed is made again (same seed, same rows, new checksums): the oracle could not verify
+        against them."""
+        if not (directory / MANIFEST_FILE).exists():
+            return False
+        try:
+            return DatasetManifest.load(directory).checksum_version == CHECKSUM_VERSION
+        except ManifestError:
+            return False
+
+    def _set_folder(self, preset: Preset, name: str) -> Path:
+        if name.startswith("changes"):  # change sets also depend on the ratios
+            name = f"{name}-u{self.update_ratio:g}-i{self.insert_ratio:g}"
+        return self.folder(preset) / name
+
+    def _change_rows(self, preset: Preset) -> int:
+        return round(preset.rows * (self.update_ratio + self.insert_ratio))
+
+
+@contextmanager
+def _generation_lock(directory: Path) -> Iterator[None]:
+    """One generator per set across processes; the kernel drops the lock when its holder dies."""
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    with open(directory.with_name(f".{directory.name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def data_set(directory: Path) -> DataSet:
+    """A user-given set (`--source`, `--base`): must be a generated set with its manifest."""
+    if not directory.is_dir():
+        raise SourceError(f"source {directory} does not exist or is not a folder")
+    try:
+        manifest = DatasetManifest.load(directory).require_checksum_version(directory, CHECKSUM_VERSION)
+    except ManifestError as exc:
+        raise SourceError(str(exc)) from None
+    return DataSet(directory.resolve(), manifest)

@@ -1,0 +1,1 @@
+"""Layer base: errors, settings, the results store, caps, signals: what every layer above uses."""

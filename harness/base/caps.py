@@ -1,0 +1,265 @@
+"""Memory caps enforced by the kernel, and the peak/OOM figures the kernel keeps for them.
+
+`cgroup`: a cgroup v1 memory cgroup created under our own (limit on RAM+swap for the whole
+worker tree, peak from `memory.max_usage_in_bytes`, OOM from the `oom_kill` counter).
+`rlimit`: RLIMIT_AS on the worker process only (virtual memory; a last resort).
+`none`: no cap, peak from the worker's ru_maxrss.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from harness.base.errors import IcebenchError
+
+CGROUP_ROOT = Path("/sys/fs/cgroup/memory")
+# Below this no Python interpreter with pyarrow can even start.
+MIN_CAP_BYTES = 16 * 2**20
+# Above this a cgroup v1 limit reads back as "unlimited": no cap at all.
+MAX_CAP_BYTES = 2**50
+# Our cgroups are `<prefix>-<pid of the harness that made it>-<8 hex>`: a worker's cap, or the box
+# a harness runs in (--harness-memory). The start-up sweep removes those whose harness is dead.
+WORKER_PREFIX = "icebench"
+HARNESS_BOX_PREFIX = "icebench-harness"
+OUR_CGROUP_NAME = re.compile(r"icebench-(?:harness-)?(\d+)-[0-9a-f]{8}")
+_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def parse_size(text: str) -> int:
+    """'512m', '2g', '1.5G', '1048576' -> bytes."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", text.lower())
+    if not match:
+        raise IcebenchError(f"memory cap {text!r} is not a size (use e.g. 512m, 2g)")
+    number, unit = match.groups()
+    size = int(float(number) * _UNITS[unit])
+    if size < MIN_CAP_BYTES:
+        raise IcebenchError(f"memory cap {text!r} is below the {MIN_CAP_BYTES // 2**20} MiB any worker needs")
+    if size > MAX_CAP_BYTES:
+        raise IcebenchError(f"memory cap {text!r} is beyond any machine (the kernel would hold no cap)")
+    return size
+
+
+def machine_memory_bytes() -> int:
+    """What the harness can have: physical memory, or less where a cgroup above us (a container)
+    is limited. Our own harness box does not count: a worker cap is held to the machine's."""
+    limits = [psutil.virtual_memory().total]
+    cgroup = _own_memory_cgroup()
+    while cgroup is not None and cgroup != CGROUP_ROOT and cgroup.is_relative_to(CGROUP_ROOT):
+        if not cgroup.name.startswith(f"{HARNESS_BOX_PREFIX}-"):
+            with contextlib.suppress(OSError, ValueError):
+                limits.append(int((cgroup / "memory.limit_in_bytes").read_text()))
+        cgroup = cgroup.parent
+    return min(limits)
+
+
+def check_cap_fits(text: str, what: str, allow_overcommit: bool) -> int:
+    """The cap in bytes; an error naming the setting when it is more than the machine has (the
+    kernel would hold it, and the run would measure the machine instead of the cap)."""
+    size, machine = parse_size(text), machine_memory_bytes()
+    if size > machine and not allow_overcommit:
+        raise IcebenchError(
+            f"{what} {text} is more than this machine's {format_size(machine)}: it would never be "
+            f"reached (pass --allow-overcommit to run anyway)"
+        )
+    return size
+
+
+def format_size(size: int | None) -> str:
+    if size is None:
+        return "-"
+    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= factor:
+            return f"{size / factor:.1f} {unit}"
+    return f"{size} B"
+
+
+def _own_memory_cgroup() -> Path | None:
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return CGROUP_ROOT / path.lstrip("/")
+    return None
+
+
+@dataclass
+class MemoryUsage:
+    usage_bytes: int
+    rss_bytes: int
+    cache_bytes: int
+
+
+class MemoryCap:
+    """One worker's cap. `launch_prefix` goes in front of the worker's command."""
+
+    method = "none"
+
+    def __init__(self, cap_bytes: int | None) -> None:
+        self.cap_bytes = cap_bytes
+
+    def launch_prefix(self) -> list[str]:
+        return []
+
+    def sample(self) -> MemoryUsage | None:
+        return None
+
+    def peak_bytes(self) -> int | None:
+        return None
+
+    def oom_kills(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        """Release what the cap created."""
+
+
+class CgroupCap(MemoryCap):
+    method = "cgroup-v1"
+
+    def __init__(self, cap_bytes: int, parent: Path, prefix: str = WORKER_PREFIX) -> None:
+        super().__init__(cap_bytes)
+        self.path = parent / f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.path.mkdir()
+        try:
+            self._write("memory.limit_in_bytes", cap_bytes)
+            memsw = self.path / "memory.memsw.limit_in_bytes"
+            if memsw.exists():  # no swap either: the cap is the cap
+                memsw.write_text(str(cap_bytes))
+            # What the kernel holds (rounded to pages), not what was asked: the figure recorded.
+            self.cap_bytes = self._read_int("memory.limit_in_bytes")
+        except OSError:
+            self.close()
+            raise
+
+    def _write(self, name: str, value: int) -> None:
+        (self.path / name).write_text(str(value))
+
+    def _read_int(self, name: str) -> int:
+        return int((self.path / name).read_text())
+
+    @property
+    def hierarchy_path(self) -> str:
+        """The cgroup as the hierarchy names it (what docker's --cgroup-parent takes)."""
+        return "/" + str(self.path.relative_to(CGROUP_ROOT))
+
+    def launch_prefix(self) -> list[str]:
+        # The child moves itself into the cgroup before exec, so every byte it maps is counted.
+        return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(self.path)]
+
+    def sample(self) -> MemoryUsage | None:
+        try:
+            stat = dict(line.split() for line in (self.path / "memory.stat").read_text().splitlines())
+            return MemoryUsage(
+                self._read_int("memory.usage_in_bytes"), int(stat["total_rss"]), int(stat["total_cache"])
+            )
+        except (OSError, KeyError, ValueError):
+            return None
+
+    def peak_bytes(self) -> int | None:
+        return self._read_int("memory.max_usage_in_bytes")
+
+    def oom_kills(self) -> int:
+        for line in (self.path / "memory.oom_control").read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill":
+                return int(value)
+        return 0
+
+    def close(self, settle_s: float = 10.0) -> None:
+        """Removes the cgroup and what a container runtime made below it, in every hierarchy (runc
+        creates the parent path under each controller; the container's own is torn down async)."""
+        remove_cgroup(self.path.relative_to(CGROUP_ROOT), settle_s)
+
+
+def cgroup_owner(name: str) -> int | None:
+    """The PID of the harness that made the cgroup of this name (a worker's cap or a harness box);
+    None for any cgroup not named as ours."""
+    match = OUR_CGROUP_NAME.fullmatch(name)
+    return int(match.group(1)) if match else None
+
+
+def kill_all_inside(cgroup: Path) -> None:
+    """SIGKILL to every process in the cgroup and below it (what a killed harness left running)."""
+    for procs in cgroup.rglob("cgroup.procs"):
+        with contextlib.suppress(OSError):  # the cgroup went meanwhile
+            for pid in procs.read_text().split():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
+
+
+def remove_cgroup(relative: Path, settle_s: float = 10.0) -> None:
+    """Removes the memory cgroup at `relative` (to the memory hierarchy's root) with everything
+    below it, and the same path in every other hierarchy, once the processes have left."""
+    deadline = time.monotonic() + settle_s
+    for hierarchy in [CGROUP_ROOT, *(p for p in CGROUP_ROOT.parent.iterdir() if p != CGROUP_ROOT)]:
+        top = hierarchy / relative
+        if top.is_dir():
+            for cgroup in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+                _rmdir_when_empty(cgroup, deadline)
+            _rmdir_when_empty(top, deadline)
+
+
+def _rmdir_when_empty(cgroup: Path, deadline: float) -> None:
+    while True:
+        try:
+            cgroup.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+class RlimitCap(MemoryCap):
+    method = "rlimit-as"
+
+    def launch_prefix(self) -> list[str]:
+        # util-linux prlimit sets the limit before exec (no preexec_fn: unsafe with threads).
+        return ["prlimit", f"--as={self.cap_bytes}", "--"]
+
+
+def cgroup_parent() -> Path | None:
+    """Our own memory cgroup when we may create children in it."""
+    own = _own_memory_cgroup()
+    if own is None or not own.is_dir() or not os.access(own, os.W_OK):
+        return None
+    return own
+
+
+def best_method() -> str:
+    return "cgroup" if cgroup_parent() is not None else "rlimit"
+
+
+ISOLATIONS = ("auto", "cgroup", "docker", "rlimit", "none")
+
+
+def resolve_isolation(isolation: str) -> str:
+    """`auto` becomes the best the machine allows without Docker: a cgroup where writable, else RLIMIT_AS."""
+    if isolation not in ISOLATIONS:
+        raise IcebenchError(f"unknown isolation {isolation!r}; choose from {', '.join(ISOLATIONS)}")
+    return best_method() if isolation == "auto" else isolation
+
+
+def make_cap(isolation: str, cap_bytes: int | None) -> MemoryCap:
+    method = resolve_isolation(isolation)
+    if cap_bytes is None or method == "none":
+        return MemoryCap(None)
+    if method in ("cgroup", "docker"):  # a container runs below a cgroup of ours: its peak outlives it
+        parent = cgroup_parent()
+        if parent is None:
+            raise IcebenchError(f"isolation {method!r} needs a writable cgroup v1 memory controller")
+        try:
+            return CgroupCap(cap_bytes, parent)
+        except OSError as exc:
+            raise IcebenchError(f"cannot create a memory cgroup under {parent}: {exc}") from None
+    return RlimitCap(cap_bytes)

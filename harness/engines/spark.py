@@ -1,0 +1,195 @@
+"""SparkSessions for icebench: on the run's catalog (Iceberg's JdbcCatalog on pyiceberg's own
+SQLite file) for the Spark writers and the Spark verifier, or catalog-less for generation.
+
+No Maven here, so `spark.jars` points at the jars `make rest-catalog` already placed in
+compose/rest-catalog/build/lib (Iceberg's Spark runtime + the relocated Jackson it lacks) and
+Debian's sqlite-jdbc. Those jars have no REST client (shaded httpclient5 >= 5.4 missing) and no
+AWS SDK, so only the embedded stack (SQLite catalog + local files) is supported.
+pyspark is imported lazily: nothing else in icebench needs it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import resource
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+from urllib.parse import urlparse
+
+from pydantic import Field
+
+from harness.base.checkout import REPO_ROOT
+from harness.base.errors import IcebenchError
+from harness.model import EngineOptions
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+SPARK_CATALOG = "icebench"  # also the catalog_name pyiceberg writes in the SQLite file
+BUILD_LIB = REPO_ROOT / "compose" / "rest-catalog" / "build" / "lib"
+JARS = (
+    BUILD_LIB / "iceberg-spark-runtime-3.5_2.12-1.10.2.jar",
+    BUILD_LIB / "iceberg-shaded-jackson-core-2.18.8.jar",
+    BUILD_LIB / "iceberg-shaded-jackson-databind-2.18.8.jar",
+    BUILD_LIB / "iceberg-shaded-jackson-annotations-2.18.8.jar",
+    Path("/usr/share/java/sqlite-jdbc.jar"),
+)
+MIN_HEAP = 512 * 2**20
+HEAP_SHARE = 0.6  # of the cap; the rest is JVM off-heap (metaspace, code, threads) and the python worker
+
+
+class SparkUnsupported(IcebenchError):
+    """The run's catalog or storage is one these jars cannot talk to."""
+
+
+def spark_supports(catalog_properties: dict[str, str]) -> str | None:
+    """None when a Spark writer can work on this catalog, else the reason it cannot."""
+    kind = catalog_properties.get("type", "")
+    uri = catalog_properties.get("uri", "")
+    warehouse = catalog_properties.get("warehouse", "")
+    if kind != "sql" or not uri.startswith("sqlite:///"):
+        return (
+            f"Spark needs the embedded stack's SQLite catalog, not a {kind or 'non-SQLite'} catalog "
+            "(the Iceberg runtime jar here lacks shaded httpclient5 >= 5.4 for REST)"
+        )
+    if not warehouse.startswith("file:"):
+        return f"Spark needs a local warehouse, not {warehouse!r} (no AWS SDK v2 for S3FileIO)"
+    return None
+
+
+def quoted(*parts: str) -> str:
+    """A Spark SQL identifier, each part back-quoted."""
+    return ".".join(f"`{part.replace('`', '``')}`" for part in parts)
+
+
+def missing_jars() -> list[Path]:
+    return [jar for jar in JARS if not jar.is_file()]
+
+
+def check_jars() -> list[Path]:
+    missing = missing_jars()
+    if missing:
+        raise IcebenchError(f"Spark jar {missing[0]} is missing; run make rest-catalog")
+    return list(JARS)
+
+
+def sqlite_path(catalog_properties: dict[str, str]) -> str:
+    """`sqlite:///ABS/PATH` (SQLAlchemy) -> `/ABS/PATH`."""
+    return catalog_properties["uri"].removeprefix("sqlite://")
+
+
+def catalog_conf(catalog_properties: dict[str, str]) -> dict[str, str]:
+    """Spark catalog `icebench`: Iceberg's JdbcCatalog sharing pyiceberg's SqlCatalog file."""
+    prefix = f"spark.sql.catalog.{SPARK_CATALOG}"
+    return {
+        prefix: "org.apache.iceberg.spark.SparkCatalog",
+        f"{prefix}.catalog-impl": "org.apache.iceberg.jdbc.JdbcCatalog",
+        f"{prefix}.uri": f"jdbc:sqlite:{sqlite_path(catalog_properties)}",
+        f"{prefix}.warehouse": catalog_properties["warehouse"],
+        # pyiceberg created the catalog tables; initialising them again keeps a read lock open
+        # and every later pyiceberg commit fails "database is locked".
+        f"{prefix}.jdbc.init-catalog-tables": "false",
+        # pyiceberg 0.12 creates the V1 tables (with iceberg_type) itself: V1 reads and writes them
+        # as they are (no ALTER) and marks tables Spark creates 'TABLE', as pyiceberg does.
+        f"{prefix}.jdbc.schema-version": "V1",
+        # Else Spark keeps serving the table as it first loaded it, blind to pyiceberg's commits.
+        f"{prefix}.cache-enabled": "false",
+    }
+
+
+def heap_bytes(cap_bytes: int | None) -> int:
+    if cap_bytes is None:
+        return 2 * 2**30
+    return max(MIN_HEAP, int(cap_bytes * HEAP_SHARE))
+
+
+# Under RLIMIT_AS (virtual memory) the JVM's default reservations alone exceed a 2 GiB cap
+# (1 GiB compressed class space, 240 MiB code cache, 64 MiB malloc arenas per thread).
+RLIMIT_JAVA_OPTIONS = (
+    "-XX:CompressedClassSpaceSize=128m -XX:ReservedCodeCacheSize=96m -XX:MaxMetaspaceSize=384m "
+    "-XX:+UseSerialGC -Xss1m"
+)
+
+
+def _under_rlimit_as() -> bool:
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return soft != resource.RLIM_INFINITY
+
+
+DEFAULT_MASTER = "local[*]"
+
+
+class SparkOptions(EngineOptions):
+    """`[engines.spark]` of the config file (also `--spark-master`, ICEBENCH_SPARK_MASTER)."""
+
+    engine: ClassVar[str | None] = "spark"
+    master: str = Field(DEFAULT_MASTER, description="local[*], or a cluster such as spark://host:7077")
+
+
+def session_conf(
+    catalog_properties: dict[str, str] | None, cap_bytes: int | None, master: str = DEFAULT_MASTER
+) -> dict[str, str]:
+    """Spark settings for a driver inside the worker's cap; with the run's Iceberg catalog when given."""
+    scratch = Path(tempfile.gettempdir()) / f"icebench-spark-{os.getpid()}"
+    extra = {"spark.driver.extraJavaOptions": RLIMIT_JAVA_OPTIONS} if _under_rlimit_as() else {}
+    if catalog_properties is not None:
+        extra |= {
+            "spark.jars": ",".join(str(jar) for jar in check_jars()),
+            "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+            **catalog_conf(catalog_properties),
+        }
+    return {
+        **extra,
+        "spark.master": master,
+        "spark.app.name": "icebench",
+        "spark.driver.memory": f"{heap_bytes(cap_bytes) // 2**20}m",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.warehouse.dir": str(scratch / "warehouse"),
+        "spark.local.dir": str(scratch / "local"),
+        # Wide tables: dictionary encoding made Spark's parquet writes ~5x slower (FIELD-NOTES).
+        "spark.hadoop.parquet.enable.dictionary": "false",
+        "spark.sql.parquet.enableVectorizedReader": "true",
+        # Spark 3.5 still writes INT96 by default; Iceberg and pyarrow expect int64 micros.
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    }
+
+
+def _on_this_machine(master: str) -> bool:
+    return master.startswith("local") or urlparse(master).hostname in ("127.0.0.1", "localhost")
+
+
+def spark_session(
+    catalog_properties: dict[str, str] | None, cap_bytes: int | None, master: str = DEFAULT_MASTER
+) -> SparkSession:
+    """A fresh SparkSession whose driver JVM is a child of this process, on the run's catalog if given.
+
+    `master` is `local[*]` or a cluster URL (`spark://host:7077`); on a cluster the executors run
+    outside this process's memory cap and need the warehouse and source paths at the same place.
+    """
+    if catalog_properties is not None and (reason := spark_supports(catalog_properties)):
+        raise SparkUnsupported(reason)
+    conf = session_conf(catalog_properties, cap_bytes, master)
+    atexit.register(shutil.rmtree, Path(conf["spark.local.dir"]).parent, ignore_errors=True)
+    if _under_rlimit_as():
+        os.environ.setdefault("MALLOC_ARENA_MAX", "2")  # inherited by the JVM pyspark starts
+    # Python tasks (mapInArrow) run this interpreter, which has pyarrow, numpy and icebench;
+    # pyspark reads only the environment variable, not spark.pyspark.python.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if _on_this_machine(master):  # nothing outside this machine needs to reach the driver
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    return session

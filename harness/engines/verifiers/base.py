@@ -1,0 +1,40 @@
+"""The small interface of a verifier: another engine that reads a table back for the oracle."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+from generators.checksum import Checksum
+from harness.base.errors import IcebenchError
+from harness.model import EngineOptions
+
+# The oracle's own read (harness/judge/readback.py), done on every run: the name `--verify-with` takes
+# for "no second engine", never a plug-in's.
+PRIMARY = "pyiceberg"
+
+
+class VerifierFailed(IcebenchError):
+    """The verifier could not read the table; its one line becomes the failed check's reason."""
+
+
+class Verifier(ABC):
+    """An engine the oracle also reads with (`--verify-with NAME`): it must reach pyiceberg's rows
+    and checksum. Subclasses in harness/engines/verifiers/ are found by name, nothing to register."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    # Its engine's options ([engines.<engine>] of the config file); the empty model: none.
+    options: ClassVar[type[EngineOptions]] = EngineOptions
+
+    @classmethod
+    def supports_catalog(cls, catalog_properties: dict[str, str]) -> str | None:
+        """None when this verifier can read the run's catalog, else why not (the run is refused)."""
+        return None
+
+    @abstractmethod
+    def read(
+        self, catalog_properties: dict[str, str], table_identifier: str, options: EngineOptions
+    ) -> Checksum:
+        """Rows and content checksum (generators.checksum) of the table as this engine reads it;
+        VerifierFailed, with one line, when it cannot."""

@@ -1,0 +1,26 @@
+"""Spark reads the table in a child process (engines/spark_read.py); every task checksums its split."""
+
+from __future__ import annotations
+
+from generators.checksum import Checksum
+from harness.engines.spark import SparkOptions, spark_supports
+from harness.engines.spark_read import SparkReadFailed, read_with_spark
+from harness.engines.verifiers.base import Verifier, VerifierFailed
+
+
+class SparkVerifier(Verifier):
+    name = "spark"
+    description = "Spark with Iceberg's runtime, in a child process: row count and checksum of its scan"
+    options = SparkOptions
+
+    @classmethod
+    def supports_catalog(cls, catalog_properties: dict[str, str]) -> str | None:
+        return spark_supports(catalog_properties)
+
+    def read(
+        self, catalog_properties: dict[str, str], table_identifier: str, options: SparkOptions
+    ) -> Checksum:
+        try:
+            return read_with_spark(catalog_properties, table_identifier, options.master)
+        except SparkReadFailed as exc:
+            raise VerifierFailed(str(exc)) from None

@@ -1,0 +1,138 @@
+"""The one small interface every writer backend implements: a method per operation it supports."""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from typing import ClassVar
+
+import pyarrow as pa
+from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.table import Table, Transaction
+
+from generators.source import ParquetSource
+from harness.base.errors import IcebenchError
+from harness.model import EngineOptions, Operation
+
+
+@dataclass
+class WriteJob:
+    """What to do: `operation` the rows of `source` into `table` (upsert matches on `key_columns`)."""
+
+    table: Table
+    source: ParquetSource
+    operation: Operation
+    key_columns: list[str]
+    cap_bytes: int | None = None  # the worker's memory cap, for engines that size their own heap
+    options: EngineOptions = field(default_factory=EngineOptions)  # the writer's own `options` model
+
+
+@dataclass
+class StepTimer:
+    """Durations a writer reports: one step per batch staged, one entry per catalog commit."""
+
+    steps: list[float] = field(default_factory=list)
+    commits: list[float] = field(default_factory=list)
+
+    @contextmanager
+    def step(self) -> Iterator[None]:
+        start = time.perf_counter()
+        yield
+        self.steps.append(time.perf_counter() - start)
+
+    @contextmanager
+    def commit(self) -> Iterator[None]:
+        start = time.perf_counter()
+        yield
+        self.commits.append(time.perf_counter() - start)
+
+    def timed(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """For writers that consume a stream: a step is the time the consumer spends on one batch."""
+        for batch in batches:
+            start = time.perf_counter()
+            yield batch
+            self.steps.append(time.perf_counter() - start)
+
+
+class UnsupportedOperation(IcebenchError):
+    """A writer was asked for an operation it has no method for."""
+
+
+class Writer:
+    """A write strategy. Subclasses in harness/engines/writers/ are found by name, nothing to register.
+
+    A writer supports an operation by defining the method named after it, `append(job, timer)`,
+    `replace(job, timer)` or `upsert(job, timer)`: perform the job, raise on failure (the table
+    must stay at its previous snapshot). `write` is the one place that picks the method.
+    """
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    # Its engine's options ([engines.<engine>] of the config file), as `job.options`; empty: none.
+    options: ClassVar[type[EngineOptions]] = EngineOptions
+    # True when the whole operation lands as one catalog commit (readers never see half of it).
+    single_commit: ClassVar[bool]
+    libraries: ClassVar[tuple[str, ...]] = ("pyiceberg", "pyarrow")
+    # In the matrix when no writers are named (`make bench`); slow engines opt out.
+    in_default_matrix: ClassVar[bool] = True
+    # False for engines that read the source themselves: their steps are phases, not batches,
+    # so batch counts and the late/early ratio do not apply.
+    consumes_batches: ClassVar[bool] = True
+    # Commits go through pyiceberg's Transaction (directly or, like dlt, underneath): the worker
+    # counts pyiceberg's retries after commit conflicts. False for engines that commit on their own.
+    pyiceberg_commits: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "write" in vars(cls):  # a second dispatch would bypass supports()
+            raise TypeError(f"{cls.__name__}: define append/replace/upsert, not write()")
+
+    def write(self, job: WriteJob, timer: StepTimer) -> None:
+        """Perform `job` with the method of its operation."""
+        if not self.supports(job.operation):
+            raise UnsupportedOperation(f"{self.name} does not support {job.operation}")
+        getattr(self, str(job.operation))(job, timer)
+
+    @classmethod
+    def supports(cls, operation: Operation) -> bool:
+        """True when this writer defines a method named after `operation`. Only plain methods of the
+        writer's own classes count: nothing of Writer or object, no class methods, no private names;
+        a subclass that sets the name to None drops an operation it inherited."""
+        name = str(operation)
+        if name.startswith("_"):
+            return False
+        for owner in cls.__mro__:
+            if owner is not Writer and owner is not object and name in vars(owner):
+                return inspect.isfunction(vars(owner)[name])
+        return False
+
+    @classmethod
+    def supports_catalog(cls, catalog_properties: dict[str, str]) -> str | None:
+        """None when this writer can work on the run's catalog, else the reason (recorded as unsupported)."""
+        return None
+
+    @classmethod
+    def versions(cls) -> dict[str, str]:
+        found = {}
+        for library in cls.libraries:
+            try:
+                found[library] = version(library)
+            except PackageNotFoundError:
+                found[library] = "missing"
+        return found
+
+
+def as_table(batch: pa.RecordBatch) -> pa.Table:
+    return pa.Table.from_batches([batch])
+
+
+def cleared_transaction(table: Table, timer: StepTimer) -> Transaction:
+    """A transaction that starts by deleting every row (a replace), the delete timed as a step."""
+    txn = table.transaction()
+    with timer.step():
+        txn.delete(AlwaysTrue())
+    return txn

@@ -1,0 +1,499 @@
+"""The oracle: reads a table back (harness/judge/readback.py: pyiceberg's planning and projection, one
+data file at a time; never the writer's code path) and judges it.
+
+On request (`--verify-with NAME`, a harness/engines/verifiers plug-in such as spark) another engine reads
+it as well, and must agree with pyiceberg.
+
+Content is compared with what the source manifests promise (rows, key set, order-independent
+checksum of all columns) and the schema with the source's plus the scenario's evolutions;
+structure with what the table's own metadata claims: manifest statistics, snapshot summaries,
+files listed once and present, nothing unreachable left after a success.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pyarrow import fs as pafs
+from pyiceberg.io.pyarrow import PyArrowFileIO, _ConvertToIcebergWithoutIDs, visit_pyarrow
+from pyiceberg.schema import Schema
+from pyiceberg.serializers import FromInputFile
+from pyiceberg.table import Table
+from pyiceberg.table.snapshots import Snapshot
+
+from generators.checksum import Checksum
+from generators.schema import KEY_COLUMN
+from harness.base.known_issues import match_known_issue
+from harness.engines.verifiers import Verifier, VerifierFailed
+from harness.judge.readback import FileFacts, TableContent, read_content
+from harness.model import Check, EngineOptions, Expectation, KeyRanges, Verdict
+
+OPERATION_COMPLETED = "operation_completed"
+
+
+@dataclass
+class TableState:
+    """What the table's metadata holds at one moment; taken before the operation and after."""
+
+    snapshot_ids: set[int]
+    current_snapshot_id: int | None
+    metadata_files: dict[str, int]  # path -> bytes, everything under <table>/metadata
+    # The metadata files the table has been at (its log and the current one): one per catalog commit.
+    committed_metadata: set[str] = field(default_factory=set)
+    # The current snapshot's summary (totals of files and records, what its commit added and deleted).
+    summary: dict[str, str] = field(default_factory=dict)
+
+    def commits_since(self, before: TableState) -> int:
+        """Catalog commits between `before` and this state (a failed attempt's file is not one)."""
+        return len(self.committed_metadata - before.committed_metadata)
+
+
+def capture_state(table: Table) -> TableState:
+    table = table.refresh()
+    current = table.current_snapshot()
+    return TableState(
+        snapshot_ids={snapshot.snapshot_id for snapshot in table.snapshots()},
+        current_snapshot_id=current.snapshot_id if current else None,
+        metadata_files=_list_files(table, f"{table.location()}/metadata"),
+        committed_metadata={entry.metadata_file for entry in table.metadata.metadata_log}
+        | {table.metadata_location},
+        summary=_summary(current),
+    )
+
+
+def _summary(snapshot: Snapshot | None) -> dict[str, str]:
+    if snapshot is None or snapshot.summary is None:
+        return {}
+    return {"operation": str(snapshot.summary.operation.value), **snapshot.summary.additional_properties}
+
+
+def orphan_files(table: Table) -> dict[str, int]:
+    """Files under the table's location that none of its metadata reaches (path -> bytes).
+
+    Reachable: the current and logged metadata files, statistics files, every snapshot's
+    manifest list, its manifests, and every file their entries name (deleted entries too).
+    What is left was written by a writer that never committed it: reported, never deleted.
+    """
+    metadata = table.metadata
+    reachable = committed_metadata(table)
+    statistics = [*metadata.statistics, *metadata.partition_statistics]
+    reachable.update(stats.statistics_path for stats in statistics)
+    for snapshot in metadata.snapshots:
+        reachable.add(snapshot.manifest_list)
+        for manifest in snapshot.manifests(table.io):
+            if manifest.manifest_path in reachable:  # shared by later snapshots: read it once
+                continue
+            reachable.add(manifest.manifest_path)
+            entries = manifest.fetch_manifest_entry(table.io, discard_deleted=False)
+            reachable.update(entry.data_file.file_path for entry in entries)
+    # Compared as the filesystem lists them (no scheme; bucket/key on S3).
+    listed_as = {PyArrowFileIO.parse_location(path)[2] for path in reachable}
+    files = _list_files(table, table.location())
+    return {path: size for path, size in files.items() if _checksummed_file(path) not in listed_as}
+
+
+def committed_metadata(table: Table) -> set[str]:
+    """Every metadata file the table has been at. The log holds only the last
+    `write.metadata.previous-versions-max` (100 by default); older ones, kept on disk unless
+    `write.metadata.delete-after-commit.enabled`, are found in the log of the oldest one listed,
+    and so on back: committed, they are no orphans."""
+    log = table.metadata.metadata_log
+    committed = {table.metadata_location, *(entry.metadata_file for entry in log)}
+    while log:
+        try:
+            log = FromInputFile.table_metadata(table.io.new_input(log[0].metadata_file)).metadata_log
+        except FileNotFoundError:  # deleted after commit: nothing older is left either
+            break
+        log = [entry for entry in log if entry.metadata_file not in committed]
+        committed.update(entry.metadata_file for entry in log)
+    return committed
+
+
+def _checksummed_file(path: str) -> str:
+    """Hadoop's local filesystem (Spark's writes) puts a `.NAME.crc` beside every NAME: to it the
+    pair is one file, so a sidecar is an orphan exactly when its file is. Any other path: itself."""
+    folder, _, name = path.rpartition("/")
+    if name.startswith(".") and name.endswith(".crc"):
+        return f"{folder}/{name[1 : -len('.crc')]}"
+    return path
+
+
+def table_metrics(before: TableState, after: TableState, content: TableContent) -> dict[str, Any]:
+    new_metadata = {
+        path: size for path, size in after.metadata_files.items() if path not in before.metadata_files
+    }
+    return {
+        "snapshots_added": len(after.snapshot_ids - before.snapshot_ids),
+        "data_files": len(content.data_files),
+        "manifests": content.manifests,
+        "metadata_files": sum(path.endswith(".metadata.json") for path in new_metadata),
+        "metadata_bytes": sum(new_metadata.values()),
+        "snapshot_summary": after.summary,
+    }
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the oracle found, handed to the scenario's outcome checks (scenarios/base.py)."""
+
+    table: Table
+    before: TableState
+    after: TableState
+    content: TableContent
+    orphans: dict[str, int]  # path -> bytes
+    metrics: dict[str, Any]
+    error: str | None  # the run's failure, None when every worker succeeded
+    single_commit: bool  # the writer promises one catalog commit per operation
+
+    @property
+    def commits(self) -> int:
+        return self.after.commits_since(self.before)
+
+
+OutcomeChecks = Callable[[Evidence], list[Check]]
+
+
+def judge(
+    table: Table,
+    *,
+    expected: Expectation,
+    error: str | None,
+    before: TableState,
+    single_commit: bool,
+    expected_schema: pa.Schema | None = None,
+    verifier: Verifier | None = None,
+    verifier_options: EngineOptions | None = None,
+    outcome_checks: OutcomeChecks | None = None,
+) -> tuple[Verdict, dict[str, Any]]:
+    """Checks the table against `expected` (what the scenario says its run must have left) and
+    `expected_schema` (the source's schema plus the scenario's evolutions), then how the operation
+    ended: `outcome_checks`, the scenario's (operation_checks unless its family has its own).
+
+    With a `verifier` (and its options) that engine reads the table too and must reach pyiceberg's
+    checksum.
+    """
+    after = capture_state(table)
+    content = read_content(table)
+    metrics = table_metrics(before, after, content)
+    orphans = orphan_files(table)
+    metrics.update(orphan_files=len(orphans), orphan_bytes=sum(orphans.values()))
+    checks = _content_checks(content, expected) + _file_checks(table, content)
+    if expected_schema is not None:
+        checks.append(schema_check(table, expected_schema))
+    checks.append(manifest_stats_check(content))
+    checks.append(snapshot_summary_check(table, before, after, content))
+    if verifier is not None:
+        checks.append(_verifier_agrees(table, content, verifier, verifier_options or verifier.options()))
+    evidence = Evidence(table, before, after, content, orphans, metrics, error, single_commit)
+    outcome = (outcome_checks or operation_checks)(evidence)
+    # A failed operation leads the list: it is what the other failures follow from.
+    leading = [check for check in outcome if check.name == OPERATION_COMPLETED]
+    return verdict_of(leading + checks + [c for c in outcome if c.name != OPERATION_COMPLETED]), metrics
+
+
+def operation_checks(evidence: Evidence) -> list[Check]:
+    """How one operation ended: a success committed (once, if promised) and left nothing
+    unreachable; a failure left the table at its snapshot."""
+    if evidence.error is not None:
+        unchanged = evidence.after.current_snapshot_id == evidence.before.current_snapshot_id
+        return [
+            _operation_failed(evidence.error),
+            Check(
+                name="table_unchanged_after_failure",
+                passed=unchanged,
+                expected=evidence.before.current_snapshot_id,
+                actual=evidence.after.current_snapshot_id,
+                reason=None if unchanged else "a failed write moved the table to a new snapshot",
+            ),
+        ]
+    added = evidence.metrics["snapshots_added"]
+    checks = [
+        no_orphans_check(evidence.orphans),
+        Check(
+            name="snapshots_added",
+            passed=added >= 1,
+            expected=">= 1",
+            actual=added,
+            reason=None if added else "the operation committed nothing",
+        ),
+    ]
+    if evidence.single_commit:
+        commits = evidence.commits
+        checks.append(
+            Check(
+                name="single_commit",
+                passed=commits == 1,
+                expected=1,
+                actual=commits,
+                reason=None if commits == 1 else f"{commits} catalog commits for one operation",
+            )
+        )
+    return checks
+
+
+def verdict_of(checks: list[Check]) -> Verdict:
+    return Verdict(passed=all(c.passed for c in checks), checks=checks)
+
+
+def schema_check(table: Table, expected: pa.Schema) -> Check:
+    """The table's columns and Iceberg types against the expected ones (order aside), naming what differs."""
+    want = _column_types(visit_pyarrow(expected, _ConvertToIcebergWithoutIDs()))
+    have = _column_types(table.schema())
+    differences = [f"extra column {name} ({kind})" for name, kind in have.items() if name not in want]
+    differences += [f"missing column {name} ({kind})" for name, kind in want.items() if name not in have]
+    differences += [
+        f"column {name} is {have[name]}, expected {kind}"
+        for name, kind in want.items()
+        if name in have and have[name] != kind
+    ]
+    return Check(
+        name="schema_matches",
+        passed=not differences,
+        expected=f"{len(want)} columns",
+        actual=f"{len(have)} columns",
+        reason=first_few(differences),
+    )
+
+
+def _column_types(schema: Schema) -> dict[str, str]:
+    return {column.name: str(column.field_type) for column in schema.fields}
+
+
+def manifest_stats_check(content: TableContent) -> Check:
+    """Each live data file's record_count and key bounds in its manifest against what the file holds:
+    a scan that prunes by lying statistics skips rows a full read still finds. Every file is
+    checked (the read-back reads them all anyway). Bounds must hold the file's keys; absent
+    bounds prune nothing and pass."""
+    lies = [problem for facts in content.files if (problem := _stats_problem(facts))]
+    return Check(
+        name="manifest_stats_true",
+        passed=not lies,
+        expected=f"{len(content.files)} files whose stats hold their content",
+        actual=f"{len(lies)} files whose stats do not",
+        reason=first_few(lies),
+    )
+
+
+def _stats_problem(facts: FileFacts) -> str | None:
+    problems = []
+    if facts.listed_rows != facts.rows:
+        problems.append(f"record_count {facts.listed_rows:,} but {facts.rows:,} rows")
+    (lower, upper), (low, high) = facts.listed_key_bounds, facts.key_bounds
+    if (
+        low is not None
+        and high is not None
+        and ((lower is not None and lower > low) or (upper is not None and upper < high))
+    ):
+        problems.append(f"{KEY_COLUMN} bounds [{lower}, {upper}] but keys [{low}, {high}]")
+    return f"{facts.path}: {'; '.join(problems)}" if problems else None
+
+
+def snapshot_summary_check(
+    table: Table, before: TableState, after: TableState, content: TableContent
+) -> Check:
+    """The current snapshot's summary totals against what the read counted, and the changes the
+    run's snapshots declare (added - deleted) against the change in those totals."""
+    summary = after.summary
+    if after.current_snapshot_id is None:
+        return Check(name="snapshot_summary_true", passed=True, actual="no snapshot")
+    problems = []
+    counted = {"total-data-files": len(content.files), "total-records": content.rows_in_files}
+    for key, value in counted.items():
+        if key in summary and int(summary[key]) != value:
+            problems.append(f"{key} {int(summary[key]):,} but the table has {value:,}")
+    added = [s for s in table.metadata.snapshots if s.snapshot_id in after.snapshot_ids - before.snapshot_ids]
+    for unit in ("data-files", "records"):
+        total = f"total-{unit}"
+        if not added or total not in summary:
+            continue
+        declared = sum(_summary_int(s, f"added-{unit}") - _summary_int(s, f"deleted-{unit}") for s in added)
+        changed = int(summary[total]) - int(before.summary.get(total, 0))
+        if declared != changed:
+            problems.append(
+                f"the run's {len(added)} snapshots declare {declared:+,} {unit}, "
+                f"the totals moved {changed:+,}"
+            )
+    return Check(
+        name="snapshot_summary_true",
+        passed=not problems,
+        expected=counted,
+        actual={key: summary.get(key) for key in counted},
+        reason=first_few(problems),
+    )
+
+
+def _summary_int(snapshot: Snapshot, key: str) -> int:
+    return int(snapshot.summary.get(key) or 0) if snapshot.summary is not None else 0
+
+
+def no_orphans_check(orphans: dict[str, int]) -> Check:
+    """A run that succeeded must leave nothing unreachable. A stray `*.metadata.json` is told apart:
+    a commit attempt that lost the catalog's compare-and-swap (pyiceberg's SqlCatalog writes the
+    file before the swap and leaves it), the writer's retry then landed."""
+    lost_swaps = [path for path in orphans if path.endswith(".metadata.json")]
+    problems = [f"{path} ({orphans[path]:,} bytes) is reachable from no metadata" for path in orphans]
+    if lost_swaps:
+        problems.append(
+            f"{len(lost_swaps)} of them metadata files of commit attempts that lost the catalog's "
+            "compare-and-swap, left by the catalog"
+        )
+    return Check(
+        name="no_orphans_after_success",
+        passed=not orphans,
+        expected=0,
+        actual={"files": len(orphans), "lost_swap_metadata": len(lost_swaps)},
+        reason=first_few(problems[:-1], shown=2) + f"; {problems[-1]}" if lost_swaps else first_few(problems),
+    )
+
+
+def first_few(problems: list[str], shown: int = 3) -> str | None:
+    """One line for a check's reason: the first problems and how many more."""
+    if not problems:
+        return None
+    more = f" (+{len(problems) - shown} more)" if len(problems) > shown else ""
+    return "; ".join(problems[:shown]) + more
+
+
+def unreadable_verdict(error: str | None, problem: str) -> Verdict:
+    """The table could not even be loaded or scanned afterwards: that is a verdict, not a crash."""
+    checks = [_operation_failed(error)] if error else []
+    return Verdict(passed=False, checks=[*checks, failed_check("table_readable", problem)])
+
+
+def _operation_failed(error: str) -> Check:
+    return failed_check(OPERATION_COMPLETED, error)
+
+
+def failed_check(name: str, reason: str) -> Check:
+    known = match_known_issue(reason)
+    return Check(name=name, passed=False, reason=reason, upstream=known.upstream if known else None)
+
+
+def _content_checks(content: TableContent, expected: Expectation) -> list[Check]:
+    unique = content.unique_keys
+    duplicates = len(content.keys) - len(unique)
+    expected_keys = sum(hi - lo + 1 for lo, hi in expected.key_ranges)
+    in_ranges = count_in_ranges(unique, expected.key_ranges)
+    key_set_ok = content.null_keys == 0 and in_ranges == expected_keys == len(unique)
+    checks = [
+        _equal("row_count", expected.rows, content.rows),
+        Check(
+            name="keys_unique",
+            passed=duplicates == 0 and content.null_keys == 0,
+            expected=0,
+            actual=duplicates,
+            reason=_reason(duplicates, "duplicate keys") or _reason(content.null_keys, "null keys"),
+        ),
+        Check(
+            name="key_set",
+            passed=key_set_ok,
+            expected=expected.key_ranges,
+            actual={"distinct": len(unique), "in_expected_ranges": in_ranges},
+            reason=None
+            if key_set_ok
+            else f"{expected_keys - in_ranges} expected keys missing, "
+            f"{len(unique) - in_ranges} unexpected keys",
+        ),
+        _equal("content_checksum", expected.checksum, content.checksum),
+    ]
+    if expected.gone_key_ranges:
+        left = count_in_ranges(unique, expected.gone_key_ranges)
+        checks.append(
+            Check(
+                name="replaced_rows_gone",
+                passed=left == 0,
+                expected=0,
+                actual=left,
+                reason=_reason(left, "rows of the replaced set are still in the table"),
+            )
+        )
+    return checks
+
+
+def _verifier_agrees(
+    table: Table, content: TableContent, verifier: Verifier, options: EngineOptions
+) -> Check:
+    properties = {key: str(value) for key, value in table.catalog.properties.items()}
+    ours = Checksum.from_hex(content.checksum, content.rows)
+    try:
+        theirs = verifier.read(properties, ".".join(table.name()), options)
+    except VerifierFailed as exc:
+        return failed_check("engines_agree", f"pyiceberg read {ours.rows} rows, but {exc}")
+    return engines_agree("pyiceberg", ours, verifier.name, theirs)
+
+
+def engines_agree(engine: str, read: Checksum, other_engine: str, other_read: Checksum) -> Check:
+    """Two engines reading one table must see the same rows; the failure names both."""
+    passed = read == other_read
+    return Check(
+        name="engines_agree",
+        passed=passed,
+        expected={"engine": engine, "rows": read.rows, "checksum": read.hex},
+        actual={"engine": other_engine, "rows": other_read.rows, "checksum": other_read.hex},
+        reason=None
+        if passed
+        else f"{engine} reads {read.rows} rows (checksum {read.hex}), "
+        f"{other_engine} reads {other_read.rows} rows (checksum {other_read.hex})",
+    )
+
+
+def _file_checks(table: Table, content: TableContent) -> list[Check]:
+    repeated = {path: n for path, n in Counter(content.data_files).items() if n > 1}
+    missing = [path for path in set(content.data_files) if not table.io.new_input(path).exists()]
+    return [
+        Check(
+            name="data_files_listed_once",
+            passed=not repeated,
+            expected=0,
+            actual=len(repeated),
+            reason=f"{len(repeated)} data files listed more than once, e.g. {next(iter(repeated))}"
+            if repeated
+            else None,
+        ),
+        Check(
+            name="data_files_exist",
+            passed=not missing,
+            expected=0,
+            actual=len(missing),
+            reason=f"{len(missing)} listed data files are missing, e.g. {missing[0]}" if missing else None,
+        ),
+    ]
+
+
+def _equal(name: str, expected: Any, actual: Any) -> Check:
+    passed = expected == actual
+    return Check(
+        name=name,
+        passed=passed,
+        expected=expected,
+        actual=actual,
+        reason=None if passed else f"expected {expected}, found {actual}",
+    )
+
+
+def _reason(count: int, what: str) -> str | None:
+    return f"{count} {what}" if count else None
+
+
+def count_in_ranges(sorted_keys: np.ndarray, ranges: KeyRanges) -> int:
+    return int(
+        sum(
+            np.searchsorted(sorted_keys, hi, "right") - np.searchsorted(sorted_keys, lo, "left")
+            for lo, hi in ranges
+        )
+    )
+
+
+def _list_files(table: Table, uri: str) -> dict[str, int]:
+    """Through the table's own FileIO configuration, so local folders and S3 list alike."""
+    scheme, netloc, path = PyArrowFileIO.parse_location(uri)
+    if not isinstance(table.io, PyArrowFileIO):
+        raise TypeError(f"listing {uri} needs pyiceberg's PyArrowFileIO, not {type(table.io).__name__}")
+    filesystem = table.io.fs_by_scheme(scheme, netloc)
+    selector = pafs.FileSelector(path, recursive=True, allow_not_found=True)
+    return {info.path: info.size for info in filesystem.get_file_info(selector) if info.is_file}

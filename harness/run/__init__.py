@@ -1,0 +1,1 @@
+"""Layer run: one run (prepare, launch, classify, judge, record) and the matrix of them."""

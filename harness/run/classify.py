@@ -1,0 +1,94 @@
+"""What came of a worker, from what the kernel, the launcher and the worker itself said: pure
+functions, no I/O. The exit code alone is never trusted: the kernel's OOM counter and the
+worker's report decide."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.base.caps import format_size
+from harness.base.growth import late_early_ratio
+from harness.model import Feed, KillNote, Status, WorkerOutcome, WorkerResult
+from harness.services.launcher import Launch
+
+
+def classify(
+    feed: Feed,
+    rows: int,
+    launched: Launch,
+    result: WorkerResult | None,
+    log: Path,
+    *,
+    isolation: str,
+    timeout_s: float,
+    consumes_batches: bool,
+) -> WorkerOutcome:
+    """One worker's status, error and figures. `rows`: the rows it was fed."""
+    outcome = WorkerOutcome(
+        name=feed.name,
+        source_set=feed.source_set,
+        operation=feed.operation,
+        rows=rows,
+        status="error",
+        cap_bytes=launched.enforced_cap_bytes,
+        wall_s=round(launched.wall_s, 4),
+        peak_memory_bytes=launched.peak_memory_bytes,
+        memory_timeline=launched.timeline,
+        cache_at_peak_bytes=launched.cache_at_peak_bytes,
+        oom_kills=launched.oom_kills,
+        worker_log=str(log),
+    )
+    # VmHWM misses children (a JVM); the sampled tree rss misses short spikes: keep the larger.
+    sampled = max((sample[2] for sample in launched.timeline), default=0)
+    outcome.peak_rss_bytes = max(sampled, result.peak_rss_bytes or 0 if result else 0) or None
+    if result is not None:
+        outcome.write_s = result.write_s
+        outcome.step_latencies_s = result.step_latencies_s
+        outcome.commit_latencies_s = result.commit_latencies_s
+        outcome.commit_retries = result.commit_retries
+        outcome.versions = result.versions
+        if consumes_batches:
+            outcome.batches = result.batches
+            outcome.late_early_ratio = late_early_ratio(result.step_latencies_s)
+    outcome.status, outcome.error = status_of(launched, result, log, outcome.cap_bytes, isolation, timeout_s)
+    return outcome
+
+
+def status_of(
+    launched: Launch,
+    result: WorkerResult | None,
+    log: Path,
+    cap_bytes: int | None,
+    isolation: str,
+    timeout_s: float,
+) -> tuple[Status, str | None]:
+    cap = format_size(cap_bytes)
+    if launched.oom_kills:
+        return "oom", f"OOM-killed by the kernel at a {cap} cap (oom_kill count {launched.oom_kills})"
+    if isinstance(result, KillNote):  # a scenario passes one on only when the exit code shows the SIGKILL
+        return "error", result.describe()
+    if result is not None:
+        if result.error_kind == "memory":  # RLIMIT_AS: the cap shows up as a failed allocation
+            return "oom", f"allocation failed under a {cap} {isolation} cap: {result.error}"
+        return result.status, result.error or result.kill_missed
+    if launched.timed_out:
+        return "error", f"worker timed out after {timeout_s:g} s"
+    if isolation == "rlimit" and _mentions_memory_error(launched):
+        return "oom", f"allocation failed under a {cap} rlimit cap before the worker could report"
+    return "error", _death_notice(launched, log)
+
+
+def _death_notice(launched: Launch, log: Path) -> str:
+    """A worker that died without its report: the last error it printed (kept in memory, so a log
+    that could not be written loses nothing) and where its log is, or why there is none."""
+    output = launched.output
+    said = output.reason() if output else None
+    notice = f"worker died with exit code {launched.returncode}" + (f": {said}" if said else "")
+    if output is not None and output.log_error:
+        return f"{notice} (its log {log} could not be written: {output.log_error})"
+    return f"{notice}; see {log}"
+
+
+def _mentions_memory_error(launched: Launch) -> bool:
+    lines = launched.output.lines if launched.output else []
+    return any("MemoryError" in line or "bad_alloc" in line for line in lines)

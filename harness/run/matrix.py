@@ -1,0 +1,200 @@
+"""Many runs: the scenario x writer x preset matrix, and its scale axis (batch counts).
+
+Nothing here prints: the caller hears of progress through MatrixEvents (the CLI draws progress
+bars) and renders the records it gets back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+
+from generators.datasets import DAMAGED_SETS, DataCache
+from generators.presets import get_preset
+from generators.source import ParquetSource
+from harness.base.caps import parse_size
+from harness.base.errors import IcebenchError
+from harness.base.results import ResultsStore
+from harness.base.settings import Settings, read_toml
+from harness.engines.writers import get_writer, writers
+from harness.model import RunRecord
+from harness.run.runner import Runner, RunPlan
+from harness.services.envs import variants
+from harness.services.stacks import Stack
+from scenarios import get_scenario, scenarios
+from scenarios.base import DataSets
+
+# description, total -> advance(amount): one progress bar
+ProgressFactory = Callable[[str, int], Callable[[int], None]]
+DEFAULT_SCALE_BATCHES = [50, 100, 200]
+
+
+def comma_list(text: str) -> list[str]:
+    """Names or versions as the command line and TOML give them: `a, b,,c` is a, b and c."""
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+class MatrixConfig(BaseModel):
+    """The `[matrix]` table of a config file; empty lists mean all."""
+
+    model_config = ConfigDict(extra="forbid")
+    presets: list[str] = Field(default_factory=lambda: ["small"])
+    scenarios: list[str] = Field(default_factory=list)
+    writers: list[str] = Field(default_factory=list)
+    repeat: int = Field(1, ge=1, description="runs of each pair; gates compare medians")
+    # The scale axis: the same batch size at each of these batch counts (prefixes of the set), for
+    # the scenarios of the matrix that take a prefix (append). `scale_batches` is its former name.
+    batches: list[int] = Field(
+        default_factory=list, validation_alias=AliasChoices("batches", "scale_batches")
+    )
+    # The writers on the axis; empty: the matrix's. Naming some (--scale) asks for the axis, by
+    # default over 50, 100 and 200 batches.
+    scale_writers: list[str] = Field(default_factory=list)
+    scale_batch_rows: int | None = Field(
+        500, ge=1, description="rows per batch on the axis, at most (None: the set over the largest count)"
+    )
+    whole_set: bool = Field(
+        True, description="each pair also on its whole set (icebench scale: only the axis)"
+    )
+
+    @field_validator("presets", "scenarios", "writers", "scale_writers", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        return comma_list(value) if isinstance(value, str) else value
+
+    @field_validator("batches")
+    @classmethod
+    def _counts(cls, value: list[int]) -> list[int]:
+        if value and (len(set(value)) < 2 or min(value) < 1):
+            raise ValueError("give at least two different positive batch counts, e.g. [50, 100, 200]")
+        return sorted(set(value))
+
+    def resolved(self) -> MatrixConfig:
+        """Every name checked (one-line error for an unknown one), defaults filled in."""
+        for name in self.presets:
+            get_preset(name)
+        for name in self.scenarios:
+            get_scenario(name)
+        for name in [*self.writers, *self.scale_writers]:
+            get_writer(name)
+        chosen_writers = self.writers or [name for name, w in writers().items() if w.in_default_matrix]
+        batches = self.batches or (DEFAULT_SCALE_BATCHES if self.scale_writers else [])
+        return self.model_copy(
+            update={
+                "scenarios": self.scenarios
+                or [name for name, s in scenarios().items() if s.in_default_matrix],
+                "writers": chosen_writers,
+                "batches": batches,
+                "scale_writers": (self.scale_writers or chosen_writers) if batches else [],
+            }
+        )
+
+    def axis_scenarios(self) -> list[str]:
+        """The scenarios of the matrix that take a prefix of their set: those on the axis."""
+        if not self.batches:
+            return []
+        taking = [name for name in self.scenarios if get_scenario(name).accepts_row_limit]
+        if not taking:
+            raise IcebenchError(
+                f"the batches axis feeds prefixes of a set; scenario {', '.join(self.scenarios)} needs "
+                "its whole set (use append)"
+            )
+        return taking
+
+
+class MatrixEvents:
+    """What a matrix reports as it goes. This one tells nobody; the CLI's draws progress bars."""
+
+    @contextmanager
+    def generating(self) -> Iterator[ProgressFactory]:
+        """While data sets are generated: a progress bar per set."""
+        yield lambda description, total: lambda amount: None
+
+    @contextmanager
+    def stage(self, description: str, total: int) -> Iterator[None]:
+        """Around `total` runs of one preset (and library variant)."""
+        yield
+
+    def run_started(self, plan: RunPlan) -> None:
+        pass
+
+    def run_finished(self, plan: RunPlan, record: RunRecord) -> None:
+        pass
+
+
+def prepare_data(
+    settings: Settings, preset_name: str, set_names: list[str], events: MatrixEvents | None = None
+) -> DataSets:
+    cache = DataCache(settings.data_dir, settings.seed, settings.update_ratio, settings.insert_ratio)
+    with (events or MatrixEvents()).generating() as factory:
+        sets = cache.ensure(get_preset(preset_name), set_names, factory)
+    for name, data in sets.items():  # footers and schemas, before any table is touched
+        if name not in DAMAGED_SETS:  # broken on purpose: their workers must meet the damage
+            ParquetSource.open(data.directory, batch_rows=1)
+    return sets
+
+
+def run_matrix(
+    settings: Settings,
+    config: MatrixConfig,
+    store: ResultsStore,
+    stack: Stack,
+    events: MatrixEvents | None = None,
+) -> list[RunRecord]:
+    """Every preset x scenario x writer (x repeat) on the whole set, then the scale axis, once per
+    library variant; the records in the order they ran."""
+    config = config.resolved()
+    events = events or MatrixEvents()
+    cap = parse_size(settings.memory)
+    axis = config.axis_scenarios()
+    needed = sorted({s for name in config.scenarios for s in get_scenario(name)().needs})
+    records: list[RunRecord] = []
+    for variant in variants(settings.library_versions):
+        runner = Runner(settings, store, stack, variant)
+        label = f" [{variant.label}]" if variant else ""
+        for preset in config.presets:
+            sets = prepare_data(settings, preset, needed, events)
+            plans = [  # whole rounds one after the other, so slow spells spread over every pair
+                RunPlan(scenario, writer, preset, sets, settings.batch_rows, cap, repeat=repeat)
+                for repeat in range(config.repeat if config.whole_set else 0)
+                for scenario in config.scenarios
+                for writer in config.writers
+            ]
+            plans += [plan for scenario in axis for plan in _axis_plans(config, scenario, preset, sets, cap)]
+            with events.stage(f"matrix {preset}{label}", len(plans)):
+                for plan in plans:
+                    events.run_started(plan)
+                    record = runner.run(plan)
+                    records.append(record)
+                    events.run_finished(plan, record)
+    return records
+
+
+def _axis_plans(
+    config: MatrixConfig, scenario: str, preset: str, sets: DataSets, cap: int | None
+) -> list[RunPlan]:
+    """The same batch size at each batch count of the axis, each writer's counts in a row."""
+    rows = sets[get_scenario(scenario)().source_set].manifest.rows
+    largest = max(config.batches)
+    batch_rows = min(config.scale_batch_rows or rows, rows // largest)
+    if batch_rows < 1:
+        raise IcebenchError(f"{largest} batches need more than the {rows} rows of preset {preset}")
+    return [
+        RunPlan(scenario, writer, preset, sets, batch_rows, cap, limit_rows=count * batch_rows)
+        for writer in config.scale_writers
+        for count in config.batches
+    ]
+
+
+def load_matrix_config(path: Path | None) -> MatrixConfig:
+    if path is None:
+        return MatrixConfig()
+    try:
+        return MatrixConfig.model_validate(read_toml(path).get("matrix", {}))
+    except ValueError as exc:
+        raise IcebenchError(
+            f"config file {path}: invalid [matrix] table: {str(exc).splitlines()[1:3]}"
+        ) from None

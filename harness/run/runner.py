@@ -1,0 +1,405 @@
+"""One run: prepare the table, launch the scenario's workers under their caps, classify what came
+of each, let the oracle judge the table, and build the record once.
+
+The runner knows no scenario family: what a crash or a race asks of its workers, expects of the
+table and checks, the scenario says through its hooks (scenarios/base.py).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from harness.base.caps import CgroupCap, format_size, make_cap, resolve_isolation
+from harness.base.errors import IcebenchError, one_line, warn
+from harness.base.registry import source_hash
+from harness.base.results import ResultsStore, now_iso
+from harness.base.settings import Settings
+from harness.base.signals import signals_held
+from harness.engines.verifiers import get_verifier
+from harness.engines.writers import Writer, get_writer
+from harness.judge.oracle import TableState, capture_state, judge, unreadable_verdict
+from harness.model import Feed, RunRecord, Verdict, WorkerEnd, WorkerOutcome, WorkerResult, WorkerSpec
+from harness.run.classify import classify
+from harness.services.container import launch_container
+from harness.services.envs import Variant, library_env
+from harness.services.launcher import Launch, RunningWorkers, WorkerHandle, launch_worker
+from harness.services.leftovers import SCRATCH_FOLDER
+from harness.services.own_memory import measure_peak_rss
+from harness.services.profiling import render_flamegraph, worker_arguments
+from harness.services.stacks import RunCatalog, Stack, close_catalog
+from scenarios import get_scenario
+from scenarios.base import DataSets, Scenario
+
+Report = TypeVar("Report", bound=WorkerResult)
+# What one worker's figures say about the whole run when it is the run's only worker.
+WORKER_FIGURES = set(WorkerOutcome.model_fields) & set(RunRecord.model_fields) - {
+    "rows",  # the record's: the source's rows, a prefix on a scale point
+    "operation",  # the scenario's
+    "error",  # run_error()
+    "memory_timeline",  # not dumped (exclude=True): copied as is
+}
+
+
+@dataclass
+class WorkerRun:
+    """One worker of a run: what it is fed, its spec, the folder its files go to, how it ended."""
+
+    feed: Feed
+    spec: WorkerSpec
+    folder: Path
+    launched: Launch | None = None
+    result: WorkerResult | None = None
+
+    @property
+    def log(self) -> Path:
+        return self.folder / "worker.log"
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    scenario: str
+    writer: str
+    preset: str
+    sets: DataSets
+    batch_rows: int
+    cap_bytes: int | None
+    limit_rows: int | None = None
+    repeat: int = 0  # which repetition of the same pair (matrix --repeat)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The oracle's verdict on the table, the figures it read, and what judging cost."""
+
+    verdict: Verdict
+    metrics: dict[str, Any]
+    verify_s: float
+    verify_peak_rss_bytes: int | None
+
+
+class WorkerCouldNotStart(IcebenchError):
+    pass
+
+
+class RunFailed(Exception):
+    """This run cannot go on (its set-up failed): its recorded error; the matrix goes on."""
+
+
+class Runner:
+    def __init__(
+        self, settings: Settings, store: ResultsStore, stack: Stack, variant: Variant | None = None
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.stack = stack
+        self.isolation = resolve_isolation(settings.isolation)
+        self.variant = variant
+        self.python: Path | None = None  # the worker's interpreter; None: this one
+        if variant is not None:
+            if self.isolation == "docker":
+                raise IcebenchError(f"--{variant.library} versions run in local environments, not containers")
+            self.python = library_env(variant.library, variant.version, settings.data_dir.parent / "envs")
+        self.verifier = get_verifier(settings.verify_with)  # None: the oracle's pyiceberg read alone
+        self.verifier_options = settings.engine_options(self.verifier.options) if self.verifier else None
+        if self.verifier and (why := self.verifier.supports_catalog(stack.catalog_shape)):
+            raise IcebenchError(
+                f"--verify-with {settings.verify_with} cannot read {stack.name} tables: {why}"
+            )
+
+    def run(self, plan: RunPlan) -> RunRecord:
+        scenario = get_scenario(plan.scenario)()
+        writer = get_writer(plan.writer)
+        identity = self._identity(plan, scenario, writer)
+        if reason := scenario.unsupported_reason(writer):
+            return self._finish(RunRecord(**identity, status="unsupported", error=reason))
+        try:
+            number, work = self.store.new_work_folder(f"{plan.scenario}-{plan.writer}")
+            run_catalog = self.stack.catalog_for_run(work, f"{self.store.run_id}_{number:03d}")
+        except OSError as exc:  # a full or unwritable results folder: this run's error, not the matrix's
+            return self._finish(
+                RunRecord(**identity, status="error", error=f"run set-up failed: {one_line(exc)}")
+            )
+        if reason := writer.supports_catalog(run_catalog.properties):
+            self._release(run_catalog, keep=False)
+            error = f"{plan.writer} does not support this catalog: {reason}"
+            return self._finish(RunRecord(**identity, status="unsupported", error=error))
+        ends: list[WorkerEnd] = []
+        try:
+            before = self._prepare(scenario, run_catalog, plan.sets)
+            workers = self._workers(plan, scenario, writer, run_catalog, work)
+            self._launch_all(workers, plan.cap_bytes)
+            ends = [self._end(scenario, writer, plan, worker) for worker in workers]
+            self._check_started(ends, plan.cap_bytes)
+            judgement = self._judge(scenario, writer, plan, ends, run_catalog, before)
+            record = build_record(identity, ends, judgement)
+            if self.settings.profile == "memray" and (flamegraph := render_flamegraph(work)):
+                record.profile_flamegraph = str(flamegraph)
+        except RunFailed as failed:
+            record = RunRecord(**identity, status="error", error=str(failed))
+        except OSError as exc:  # the harness's own files (spec, result) on a full or broken disk
+            error = f"the harness could not run the worker: {one_line(exc)}"
+            record = RunRecord(**identity, status="error", error=error)
+        finally:
+            self._release(run_catalog, keep=self.settings.keep_warehouse)
+        self._finish(record)
+        bad_input = next(
+            (end.result for end in ends if end.result and end.result.error_kind == "bad_input"), None
+        )
+        if bad_input is not None and not scenario.expects_bad_input:
+            raise IcebenchError(bad_input.error or "bad input")
+        return record
+
+    def _identity(self, plan: RunPlan, scenario: Scenario, writer: type[Writer]) -> dict[str, Any]:
+        """The record's fields known before anything runs."""
+        source = plan.sets[scenario.source_set].manifest
+        return {
+            "run_id": self.store.run_id,
+            "scenario": plan.scenario,
+            "writer": plan.writer,
+            "writer_source": source_hash(writer),
+            "preset": plan.preset,
+            "repeat": plan.repeat,
+            "stack": self.stack.name,
+            "operation": scenario.operation,
+            "rows": min(source.rows, plan.limit_rows or source.rows),
+            "limit_rows": plan.limit_rows,
+            "columns": len(source.schema_fields),
+            "batch_rows": plan.batch_rows,
+            "cap_bytes": plan.cap_bytes,
+            "isolation": self.isolation if plan.cap_bytes else "none",
+            "versions": writer.versions(),
+            "verified_with": self.settings.verify_with,
+            "variant": self.variant.label if self.variant else None,
+            "started_at": now_iso(),
+        }
+
+    def _prepare(self, scenario: Scenario, run_catalog: RunCatalog, sets: DataSets) -> TableState:
+        """The table as the scenario prepares it, before any worker. A failure (a catalog out of
+        reach, a full disk) is the run's recorded error, and the matrix goes on."""
+        try:
+            catalog = run_catalog.open()
+            try:
+                return capture_state(scenario.prepare(catalog, run_catalog.namespace, sets))
+            finally:
+                close_catalog(catalog)
+        except IcebenchError:  # bad input: one line for the whole command
+            raise
+        except Exception as exc:
+            raise RunFailed(f"table set-up failed: {one_line(exc)}") from exc
+
+    def _workers(
+        self, plan: RunPlan, scenario: Scenario, writer: type[Writer], run_catalog: RunCatalog, work: Path
+    ) -> list[WorkerRun]:
+        """A worker per feed of the scenario; several get a folder each."""
+        feeds = scenario.feeds()
+        workers = []
+        for feed in feeds:
+            folder = work / f"worker-{feed.name}" if len(feeds) > 1 else work
+            folder.mkdir(exist_ok=True)
+            spec = WorkerSpec(
+                catalog=run_catalog.properties,
+                table=scenario.table_identifier(run_catalog.namespace),
+                writer=plan.writer,
+                operation=feed.operation,
+                key_columns=list(scenario.key_columns),
+                source_dir=plan.sets[feed.source_set].directory,
+                batch_rows=plan.batch_rows,
+                limit_rows=plan.limit_rows,
+                cap_bytes=plan.cap_bytes,
+                writer_options=self.settings.engine_table(writer.options),
+                started_marker=folder / "worker.started",
+                result_path=folder / "worker-result.json",
+                **scenario.spec_fields(feed, folder, work),
+            )
+            workers.append(WorkerRun(feed, spec, folder))
+        return workers
+
+    def _launch_all(self, workers: list[WorkerRun], cap_bytes: int | None) -> None:
+        """Runs the workers, each under its own cap; several at once from threads of this process."""
+        if len(workers) == 1:
+            self._launch(workers[0], cap_bytes)
+            return
+        running = RunningWorkers()
+        with ThreadPoolExecutor(len(workers)) as pool:
+            futures = [pool.submit(self._launch, worker, cap_bytes, running.started) for worker in workers]
+            try:
+                for future in futures:
+                    future.result()
+            except BaseException:  # Ctrl-C or a failure of ours: no worker outlives the run
+                running.kill_all()
+                raise
+
+    def _launch(
+        self, worker: WorkerRun, cap_bytes: int | None, on_start: Callable[[WorkerHandle], None] | None = None
+    ) -> None:
+        spec, work = worker.spec, worker.folder
+        spec_path = work / "worker-spec.json"
+        spec_path.write_text(spec.model_dump_json(indent=2))
+        # The worker's temp files (dlt's pipeline folder, Spark's scratch) go here, and are removed
+        # from here whatever its end: a worker OOM-killed or SIGKILLed runs no cleanup of its own.
+        scratch = work / SCRATCH_FOLDER
+        cap = make_cap(self.isolation, cap_bytes)
+        limits = {
+            "timeout_s": self.settings.worker_timeout_s,
+            "sample_interval_s": self.settings.sample_interval_s,
+            "timeline_points": self.settings.timeline_points,
+            "python_arguments": worker_arguments(self.settings.profile, work),
+            "environment": {"TMPDIR": str(scratch)},
+            "on_start": on_start,
+        }
+        try:
+            scratch.mkdir(exist_ok=True)
+            if isinstance(cap, CgroupCap) and self.isolation == "docker":
+                worker.launched = launch_container(
+                    cap, spec_path, worker.log, image=self.settings.worker_image,
+                    read_only=[self.settings.data_dir, spec.source_dir], writable=[self.store.folder],
+                    **limits,
+                )  # fmt: skip
+            else:
+                worker.launched = launch_worker(cap, spec_path, worker.log, python=self.python, **limits)
+        finally:
+            with signals_held():
+                cap.close()
+                shutil.rmtree(scratch, ignore_errors=True)
+        worker.result = read_report(spec.result_path, WorkerResult)
+
+    def _end(self, scenario: Scenario, writer: type[Writer], plan: RunPlan, worker: WorkerRun) -> WorkerEnd:
+        """What came of one worker: its report, or what its scenario finds it left when it died."""
+        launched = worker.launched
+        assert launched is not None, "launched or raised"
+        result = worker.result or scenario.report_of_death(
+            worker.spec, launched.returncode, launched.oom_kills
+        )
+        fed = plan.sets[worker.feed.source_set].manifest.rows
+        outcome = classify(
+            worker.feed,
+            min(fed, plan.limit_rows or fed),
+            launched,
+            result,
+            worker.log,
+            isolation=self.isolation if plan.cap_bytes else "none",
+            timeout_s=self.settings.worker_timeout_s,
+            consumes_batches=writer.consumes_batches,
+        )
+        return WorkerEnd(worker.feed, outcome, result, started=worker.spec.started_marker.exists())
+
+    @staticmethod
+    def _check_started(ends: list[WorkerEnd], cap_bytes: int | None) -> None:
+        if any(end.outcome.status == "oom" for end in ends) and not all(end.started for end in ends):
+            raise WorkerCouldNotStart(
+                f"memory cap {format_size(cap_bytes)} is too small for the worker to start "
+                f"(it died before its first write; see {ends[0].outcome.worker_log})"
+            )
+
+    def _judge(
+        self,
+        scenario: Scenario,
+        writer: type[Writer],
+        plan: RunPlan,
+        ends: list[WorkerEnd],
+        run_catalog: RunCatalog,
+        before: TableState,
+    ) -> Judgement:
+        """The oracle's verdict, its time and the harness's resident peak meanwhile."""
+        error = run_error(ends)
+        start = time.perf_counter()
+        catalog = run_catalog.open()
+        metrics: dict[str, Any] = {}
+        try:
+            with measure_peak_rss() as peak:
+                table = catalog.load_table(scenario.table_identifier(run_catalog.namespace))
+                verdict, metrics = judge(
+                    table,
+                    expected=scenario.expectation(plan.sets, ends, plan.limit_rows),
+                    expected_schema=scenario.expected_schema(plan.sets),
+                    error=error,
+                    before=before,
+                    single_commit=writer.single_commit,
+                    verifier=self.verifier,
+                    verifier_options=self.verifier_options,
+                    outcome_checks=lambda evidence: scenario.outcome_checks(evidence, ends, plan.sets),
+                )
+        except Exception as exc:  # what a writer left may break the reader too: a verdict, not a crash
+            verdict = unreadable_verdict(error, one_line(exc))
+        finally:
+            close_catalog(catalog)
+        return Judgement(verdict, metrics, round(time.perf_counter() - start, 3), peak.bytes)
+
+    def _release(self, run_catalog: RunCatalog, keep: bool) -> None:
+        """The run's tables and files removed; a failure to is said, never lost, never fatal."""
+        try:
+            with signals_held():  # a second Ctrl-C must not leave the namespace behind
+                self.stack.release(run_catalog, keep=keep)
+        except Exception as exc:
+            left = f"what run {run_catalog.namespace} left in {run_catalog.work}"
+            warn(f"could not remove {left}: {one_line(exc)}")
+
+    def _finish(self, record: RunRecord) -> RunRecord:
+        self.store.append(record)
+        return record
+
+
+def run_error(ends: list[WorkerEnd]) -> str | None:
+    """The run's error: its only worker's, or each failed one's, named."""
+    if len(ends) == 1:
+        return ends[0].outcome.error  # also a kill point the write never reached
+    failed = [end.outcome for end in ends if end.outcome.status != "ok"]
+    return "; ".join(f"worker {o.name} ({o.source_set}): {o.error}" for o in failed) or None
+
+
+def build_record(identity: dict[str, Any], ends: list[WorkerEnd], judgement: Judgement) -> RunRecord:
+    """The run's record, once: its identity, its workers' figures, the oracle's findings."""
+    outcomes = [end.outcome for end in ends]
+    figures = worker_figures(outcomes[0]) if len(outcomes) == 1 else combined_figures(outcomes)
+    if not figures.get("versions"):  # no worker reported: the versions this process would run
+        figures.pop("versions", None)
+    known = {name: value for name, value in judgement.metrics.items() if name in RunRecord.model_fields}
+    return RunRecord(
+        **{**identity, **figures, **known, "error": run_error(ends)},
+        verdict=judgement.verdict,
+        verify_s=judgement.verify_s,
+        verify_peak_rss_bytes=judgement.verify_peak_rss_bytes,
+        workers=outcomes if len(outcomes) > 1 else [],
+    )
+
+
+def worker_figures(outcome: WorkerOutcome) -> dict[str, Any]:
+    return {**outcome.model_dump(include=WORKER_FIGURES), "memory_timeline": outcome.memory_timeline}
+
+
+def combined_figures(outcomes: list[WorkerOutcome]) -> dict[str, Any]:
+    """A concurrent run as a whole: its slowest wall time, its hungriest worker's memory, every
+    failure (an OOM first)."""
+    hungriest = max(outcomes, key=lambda outcome: outcome.peak_memory_bytes or 0)
+    failed = [outcome for outcome in outcomes if outcome.status != "ok"]
+    return {
+        "status": "oom" if any(o.status == "oom" for o in failed) else "error" if failed else "ok",
+        "wall_s": max(outcome.wall_s or 0 for outcome in outcomes),
+        "write_s": max((o.write_s for o in outcomes if o.write_s is not None), default=None),
+        "cap_bytes": hungriest.cap_bytes,
+        "peak_memory_bytes": hungriest.peak_memory_bytes,
+        "peak_rss_bytes": hungriest.peak_rss_bytes,
+        "cache_at_peak_bytes": hungriest.cache_at_peak_bytes,
+        "memory_timeline": hungriest.memory_timeline,
+        "oom_kills": sum(outcome.oom_kills for outcome in outcomes),
+        "batches": None
+        if any(o.batches is None for o in outcomes)
+        else sum(o.batches or 0 for o in outcomes),
+        "versions": outcomes[0].versions,
+        "worker_log": str(Path(outcomes[0].worker_log or "").parent.parent),  # the run's folder
+    }
+
+
+def read_report(path: Path, model: type[Report]) -> Report | None:
+    """What the worker reported; None when it wrote nothing readable (it died first, or its disk
+    was full): its exit code and output then tell what happened."""
+    try:
+        return model.model_validate_json(path.read_bytes())
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,80 @@
+"""Worker environments with other versions of a writer library (`--pyiceberg 0.9.1,0.12.0`).
+
+An environment is a venv under `.icebench/envs/<library>-<version>` holding that version of the
+library (and whatever of its dependencies the main environment cannot satisfy), layered over the
+main environment by a `.pth` file: everything else (pyarrow, numpy, the harness) is the very same,
+so a difference between two versions' results is the library's. Created once, then cached;
+creation is one `pip install`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import sysconfig
+import venv
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.base.checkout import REPO_ROOT
+from harness.base.errors import IcebenchError
+
+READY = ".icebench-ready"
+INSTALL_TIMEOUT_S = 900.0
+
+
+def env_name(library: str, version: str) -> str:
+    return f"{library}-{version}"
+
+
+def library_env(library: str, version: str, root: Path) -> Path:
+    """The python executable of an environment with `library==version`, created if missing."""
+    folder = root / env_name(library, version)
+    python = folder / "bin" / "python"
+    if (folder / READY).is_file():
+        return python
+    venv.EnvBuilder(with_pip=False, clear=True, symlinks=True).create(folder)
+    site_packages = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()
+    )  # fmt: skip
+    # After the env's own packages on sys.path: the main environment, then the harness itself.
+    (site_packages / "icebench-main.pth").write_text(f"{sysconfig.get_path('purelib')}\n{REPO_ROOT}\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
+         "--disable-pip-version-check", f"{library}=={version}"],
+        capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise IcebenchError(f"cannot install {library}=={version} into {folder}: {last}")
+    (folder / READY).write_text(f"{library}=={version}\n")
+    return python
+
+
+def installed_version(python: Path, library: str) -> str:
+    done = subprocess.run(
+        [str(python), "-c", f"from importlib.metadata import version; print(version({library!r}))"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return done.stdout.strip() if done.returncode == 0 else "missing"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One version of one writer library the workers run with (the rest is the main environment)."""
+
+    library: str
+    version: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.library} {self.version}"
+
+
+def variants(requested: dict[str, list[str]]) -> list[Variant | None]:
+    """Each requested version of each library in turn; [None] (the main environment) when none."""
+    found: list[Variant | None] = [Variant(lib, v) for lib, versions in requested.items() for v in versions]
+    return found or [None]

@@ -1,0 +1,96 @@
+"""The harness's own memory: its peak while the oracle reads a table, and a cap on the harness itself.
+
+At the canonical scale the harness must hold in the same box as the writers it judges: the
+oracle's peak is recorded per run, and `--harness-memory` puts the harness (and so, nested
+below it, every worker it starts) in a kernel-enforced cgroup, as in a 4 GB container.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.base.caps import HARNESS_BOX_PREFIX, CgroupCap, cgroup_parent, format_size, kill_all_inside
+from harness.base.errors import IcebenchError
+from harness.base.orphan_guard import guarded
+from harness.base.settings import BOX_ENV
+from harness.base.signals import Terminated
+from harness.services.leftovers import remove_stale_cgroups
+
+_STATUS = Path("/proc/self/status")
+_CLEAR_REFS = Path("/proc/self/clear_refs")
+
+
+def high_water_mark() -> int | None:
+    """This process's peak resident set (VmHWM) in bytes, since start or the last reset."""
+    match = re.search(r"VmHWM:\s+(\d+) kB", _STATUS.read_text())
+    return int(match.group(1)) * 1024 if match else None
+
+
+def reset_high_water_mark() -> bool:
+    """Starts VmHWM afresh at the current RSS (Linux: `5` to clear_refs); False where not allowed."""
+    try:
+        _CLEAR_REFS.write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+@dataclass
+class PeakRss:
+    bytes: int | None = None
+
+
+@contextlib.contextmanager
+def measure_peak_rss() -> Iterator[PeakRss]:
+    """The process's resident peak during the block (None where VmHWM cannot be reset: then the
+    figure would be the peak since start, which is not what it claims to be)."""
+    peak = PeakRss()
+    resettable = reset_high_water_mark()
+    try:
+        yield peak
+    finally:
+        peak.bytes = high_water_mark() if resettable else None
+
+
+def run_in_box(cap_bytes: int, command: list[str], say: Callable[[str], None]) -> int:
+    """Runs `command` (this CLI again) as a child that enters a fresh cgroup before exec, so all of
+    the harness's memory from its first byte counts, and the workers' cgroups nest below it
+    (hierarchical accounting: the box holds harness and workers together, as one container
+    would). Returns its exit code after telling `say` the box's peak and OOM kills; removes the box."""
+    parent = cgroup_parent()
+    if parent is None:
+        raise IcebenchError("--harness-memory needs a writable cgroup v1 memory controller")
+    remove_stale_cgroups(parent)  # the command in the box sweeps only inside it
+    try:
+        box = CgroupCap(cap_bytes, parent, prefix=HARNESS_BOX_PREFIX)
+    except OSError as exc:
+        raise IcebenchError(f"cannot create the harness's memory cgroup under {parent}: {exc}") from None
+    try:
+        process = subprocess.Popen(
+            [*box.launch_prefix(), *guarded(command)], env={**os.environ, BOX_ENV: str(box.path)}
+        )
+        try:
+            returncode = process.wait()
+        except KeyboardInterrupt:  # the child got the Ctrl-C too: let it clean up, then report
+            returncode = process.wait()
+        except Terminated as terminated:  # sent to us alone: the child cleans up as it would
+            process.send_signal(terminated.signum)
+            returncode = process.wait()
+        kills = box.oom_kills()
+        say(
+            f"harness box {format_size(cap_bytes)}: peak {format_size(box.peak_bytes())} "
+            f"(harness + workers, page cache included), oom kills {kills}"
+        )
+        if returncode == -signal.SIGKILL and kills:
+            raise IcebenchError(f"the harness was OOM-killed inside its {format_size(cap_bytes)} box")
+        return returncode if returncode >= 0 else 128 - returncode
+    finally:
+        kill_all_inside(box.path)  # a harness killed in its box leaves its workers behind
+        box.close()

@@ -1,0 +1,106 @@
+"""Servers the harness starts itself: bound to loopback, health-checked, logged, stopped by PID.
+
+Every service is started in its own process group and stopped (SIGTERM, then SIGKILL) when its
+`with` block ends, whether by success, failure, Ctrl-C or SIGTERM; it dies with the harness when
+that is SIGKILLed (harness.base.orphan_guard).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from harness.base.errors import IcebenchError
+from harness.base.orphan_guard import guarded
+
+LOOPBACK = "127.0.0.1"
+
+
+@contextmanager
+def environment_variables(values: dict[str, str]) -> Iterator[None]:
+    """Sets variables for this process and every child it starts; restores them afterwards."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((LOOPBACK, 0))
+        return int(probe.getsockname()[1])
+
+
+class ServiceFailed(IcebenchError):
+    pass
+
+
+@contextmanager
+def managed_process(
+    name: str,
+    command: list[str],
+    log_path: Path,
+    healthy: Callable[[], bool],
+    *,
+    env: dict[str, str] | None = None,
+    timeout_s: float = 60.0,
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Runs `command` until the block ends; `healthy()` must turn true within `timeout_s`."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(
+            guarded(command),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
+    try:
+        _wait_healthy(name, process, healthy, log_path, timeout_s)
+        yield process
+    finally:
+        stop_process_group(process)
+
+
+def _wait_healthy(
+    name: str, process: subprocess.Popen[bytes], healthy: Callable[[], bool], log_path: Path, timeout_s: float
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise ServiceFailed(
+                f"{name} exited with code {process.returncode} while starting; see {log_path}"
+            )
+        with contextlib.suppress(OSError):
+            if healthy():
+                return
+        time.sleep(0.1)
+    raise ServiceFailed(f"{name} was not healthy after {timeout_s:.0f} s; see {log_path}")
+
+
+def stop_process_group(process: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
+    """SIGTERM to the service's process group, SIGKILL if it lingers."""
+    if process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()

@@ -59,7 +59,14 @@ from reports.compare import (
     version_changes,
 )
 from reports.fits import fits
-from reports.gate import GateFailed, load_thresholds, regressions, regressions_markdown, regressions_table
+from reports.gate import (
+    GateFailed,
+    load_thresholds,
+    regressions,
+    regressions_markdown,
+    regressions_table,
+    require_compared,
+)
 from reports.report import Report, write_report
 from reports.summary import fit_table, summary_markdown, summary_tables
 from scenarios import get_scenario, scenarios
@@ -614,6 +621,7 @@ def cmd_gate(args: argparse.Namespace) -> None:
     found = regressions(rows, thresholds)
     against = f"{', '.join(str(f) for f in folders)} against {args.baseline}"
     _print_not_comparable(not_comparable(rows))  # listed, never failed: their numbers measure other code
+    require_compared(rows)
     if not found:
         limits = ", ".join(f"{name} {value}" for name, value in thresholds.model_dump().items())
         console.print(f"gate passed: {against}, no regressions ({limits})")

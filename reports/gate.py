@@ -9,6 +9,7 @@ never fail the gate; keys whose writer module changed are listed as not comparab
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -159,6 +160,18 @@ def _regressions_of(row: KeyComparison, thresholds: GateThresholds) -> list[Regr
         return [status, *_checks_regressed(row)]
     found = [_metric_regressed(row, m, thresholds) for m in kind_metrics(row.kind) if m.gate is not None]
     return _checks_regressed(row) + [regression for regression in found if regression is not None]
+
+
+def require_compared(rows: Sequence[KeyComparison]) -> None:
+    """A gate that compared no key would pass whatever the results hold: that is a failure too."""
+    if any(row.presence == "both" for row in rows):
+        return
+    counts = Counter(row.presence for row in rows)
+    found = ", ".join(f"{count} {presence}" for presence, count in sorted(counts.items())) or "no keys"
+    raise GateFailed(
+        f"gate compared nothing: no run key is in both the baseline and the results with the same "
+        f"writer source ({found}); re-record the baseline (make gate-baseline)"
+    )
 
 
 def regressions(rows: Sequence[KeyComparison], thresholds: GateThresholds | None = None) -> list[Regression]:

@@ -113,10 +113,11 @@ def test_run_key_holds_the_setup_and_the_axis():
 def test_a_changed_writer_is_listed_not_compared_nor_failed(tmp_path, capsys):
     old = [r.model_copy(update={"writer_source": "aaaaaaaaaaaa"}) for r in three()]
     new = [r.model_copy(update={"writer_source": "bbbbbbbbbbbb"}) for r in three(wall_s=40.0, peak_mib=2000)]
-    base_folder = results(tmp_path / "results", "20260101-000000-aaaaaa", old)
-    current_folder = results(tmp_path / "results", "20260102-000000-bbbbbb", new)
+    unchanged = three(scenario="upsert", writer="pyiceberg-txn-batches")  # the gate still compares one
+    base_folder = results(tmp_path / "results", "20260101-000000-aaaaaa", old + unchanged)
+    current_folder = results(tmp_path / "results", "20260102-000000-bbbbbb", new + unchanged)
     base, current = build_baseline([base_folder]), build_baseline([current_folder])
-    (row,) = compare(base, current)
+    (row,) = [row for row in compare(base, current) if row.key == APPEND_KEY]
     assert row.presence == "not comparable" and row.metrics == {}
     assert gate(base, current) == []
 
@@ -155,3 +156,16 @@ def test_the_scale_axis_of_the_matrix_config():
         MatrixConfig(scenarios=["upsert"], batches=[2, 4]).resolved().axis_scenarios()
     with pytest.raises(ValueError, match="two different positive batch counts"):
         MatrixConfig(batches=[4])
+
+
+def test_a_gate_that_compared_nothing_fails(tmp_path, capsys):
+    """Every key's writer changed (or the baseline is of other runs): no number was held to
+    anything, so the gate cannot pass."""
+    old = [r.model_copy(update={"writer_source": "aaaaaaaaaaaa"}) for r in three()]
+    new = [r.model_copy(update={"writer_source": "bbbbbbbbbbbb"}) for r in three()]
+    baseline_file = tmp_path / "baseline.json"
+    save_baseline([results(tmp_path / "results", "20260101-000000-aaaaaa", old)], baseline_file)
+    current_folder = results(tmp_path / "results", "20260102-000000-bbbbbb", new)
+
+    assert main(["gate", "--baseline", str(baseline_file), str(current_folder)]) == 1
+    assert "gate compared nothing: no run key is in both" in capsys.readouterr().err

@@ -46,7 +46,7 @@ from harness.run.matrix import (
 from harness.run.runner import Runner, RunPlan
 from harness.services.envs import variants
 from harness.services.leftovers import sweep_leftovers
-from harness.services.own_memory import high_water_mark, run_in_box
+from harness.services.own_memory import peak_since_start, run_in_box
 from harness.services.stacks import Stack, get_stack, stacks, started
 from reports.baseline import baseline_of, build_baseline, load_baseline, newest_results_folder, save_baseline
 from reports.compare import (
@@ -377,7 +377,7 @@ def _session(settings: Settings) -> Iterator[tuple[ResultsStore, Stack]]:
     )
     with owned(store.folder), started(settings, store.folder / "services") as stack:
         yield store, stack
-        console.print(f"harness: resident peak {format_size(high_water_mark())}")
+        console.print(f"harness: resident peak {format_size(peak_since_start())}")
 
 
 def cmd_generate(args: argparse.Namespace) -> None:

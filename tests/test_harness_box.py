@@ -8,6 +8,7 @@ import pytest
 
 from harness.base.caps import cgroup_parent
 from harness.base.results import read_runs
+from harness.services.own_memory import measure_peak_rss, peak_since_start
 from reports.baseline import newest_results_folder
 
 pytestmark = [
@@ -60,3 +61,14 @@ def test_a_box_too_small_for_the_harness_is_one_line_and_leaves_nothing(tiny_set
         == "icebench: error: the harness was OOM-killed inside its 120.0 MiB box"
     )
     assert not _boxes_left(pid)
+
+
+def test_the_harness_peak_outlives_the_oracles_resets():
+    """The oracle resets VmHWM before each read-back to measure it alone; the harness's own peak
+    printed at the end is still its peak since start, not since the last reset."""
+    spike = bytearray(256 * 2**20)  # touched: resident
+    spike[::4096] = b"x" * len(spike[::4096])
+    del spike
+    with measure_peak_rss() as during:
+        pass
+    assert during.bytes is not None and during.bytes < 256 * 2**20 <= peak_since_start()

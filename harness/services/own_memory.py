@@ -33,13 +33,27 @@ def high_water_mark() -> int | None:
     return int(match.group(1)) * 1024 if match else None
 
 
+class _PeakBeforeResets:
+    """The highest VmHWM any reset wiped: the peak since start survives the per-run resets."""
+
+    bytes = 0
+
+
 def reset_high_water_mark() -> bool:
     """Starts VmHWM afresh at the current RSS (Linux: `5` to clear_refs); False where not allowed."""
+    before = high_water_mark() or 0
     try:
         _CLEAR_REFS.write_text("5")
     except OSError:
         return False
+    _PeakBeforeResets.bytes = max(_PeakBeforeResets.bytes, before)
     return True
+
+
+def peak_since_start() -> int | None:
+    """This process's resident peak since it started, across the oracle's resets of VmHWM."""
+    now = high_water_mark()
+    return max(now or 0, _PeakBeforeResets.bytes) or None
 
 
 @dataclass

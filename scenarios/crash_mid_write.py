@@ -16,6 +16,7 @@ from abc import abstractmethod
 from pathlib import Path
 from typing import Any
 
+from harness.base.results import read_report
 from harness.engines.writers.base import Writer
 from harness.judge.oracle import Evidence, failed_check
 from harness.model import (
@@ -92,10 +93,7 @@ def read_kill_note(path: Path | None, returncode: int, oom_kills: int) -> KillNo
     had landed, the exit code proves the kill (a note without it is not taken on its word)."""
     if path is None or returncode not in SIGKILL_EXIT_CODES or oom_kills:
         return None
-    try:
-        return KillNote.model_validate_json(path.read_bytes())
-    except (OSError, ValueError):
-        return None
+    return read_report(path, KillNote)
 
 
 class CrashMidWrite(KilledMidWrite):

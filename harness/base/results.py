@@ -9,7 +9,7 @@ import subprocess
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -24,6 +24,7 @@ from harness.model import (
     GitState,
     Machine,
     RunRecord,
+    WorkerResult,
 )
 
 LIBRARIES = ("icebench", "pyiceberg", "pyarrow", "numpy", "sqlalchemy")
@@ -182,3 +183,15 @@ class RawLine(BaseModel):
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+Report = TypeVar("Report", bound=WorkerResult)
+
+
+def read_report(path: Path, model: type[Report]) -> Report | None:
+    """What a worker reported (its result, or a fault scenario's kill note); None when it wrote
+    nothing readable (it died first, or its disk was full): its exit code and output then tell."""
+    try:
+        return model.model_validate_json(path.read_bytes())
+    except (OSError, ValueError):
+        return None

@@ -13,12 +13,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from harness.base.caps import CgroupCap, format_size, make_cap, resolve_isolation
 from harness.base.errors import IcebenchError, one_line, warn
 from harness.base.registry import source_hash
-from harness.base.results import ResultsStore, now_iso
+from harness.base.results import ResultsStore, now_iso, read_report
 from harness.base.settings import Settings
 from harness.base.signals import signals_held
 from harness.engines.verifiers import get_verifier
@@ -36,7 +36,6 @@ from harness.services.stacks import RunCatalog, Stack, close_catalog
 from scenarios import get_scenario
 from scenarios.base import DataSets, Scenario
 
-Report = TypeVar("Report", bound=WorkerResult)
 # What one worker's figures say about the whole run when it is the run's only worker.
 WORKER_FIGURES = set(WorkerOutcome.model_fields) & set(RunRecord.model_fields) - {
     "rows",  # the record's: the source's rows, a prefix on a scale point
@@ -394,12 +393,3 @@ def combined_figures(outcomes: list[WorkerOutcome]) -> dict[str, Any]:
         "versions": outcomes[0].versions,
         "worker_log": str(Path(outcomes[0].worker_log or "").parent.parent),  # the run's folder
     }
-
-
-def read_report(path: Path, model: type[Report]) -> Report | None:
-    """What the worker reported; None when it wrote nothing readable (it died first, or its disk
-    was full): its exit code and output then tell what happened."""
-    try:
-        return model.model_validate_json(path.read_bytes())
-    except (OSError, ValueError):
-        return None

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
 from rich.table import Table
 
-from harness.base.errors import IcebenchError, first_error
-from harness.base.settings import read_toml
+from harness.base.errors import IcebenchError
+from harness.base.settings import read_table
 from harness.model import Metric, metric, metrics
 from reports.baseline import Baseline, status_text
 from reports.compare import KeyComparison, change_text, compare, kind_metrics, rich_table
@@ -87,12 +87,7 @@ class Regression(BaseModel):
 
 def load_thresholds(config: Path | None) -> GateThresholds:
     """Defaults, overridden by the `[gate]` table of the config file when one is given."""
-    if config is None:
-        return GateThresholds()
-    try:
-        return GateThresholds.model_validate(read_toml(config).get("gate", {}))
-    except ValidationError as exc:
-        raise IcebenchError(f"config file {config}: invalid [gate] table: {first_error(exc)}") from None
+    return read_table(config, "gate", GateThresholds)
 
 
 def _status_regressed(row: KeyComparison) -> Regression | None:

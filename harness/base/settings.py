@@ -8,7 +8,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from harness.base.errors import IcebenchError, first_error
@@ -42,6 +42,7 @@ CONFIG_TABLES = ("settings", "matrix", "gate", "engines")
 ENGINE_VARIABLES = {"ICEBENCH_SPARK_MASTER": ("spark", "master")}
 EngineTables = dict[str, dict[str, Any]]  # engine -> its options, as [engines.<engine>] holds them
 Options = TypeVar("Options", bound=EngineOptions)
+Table = TypeVar("Table", bound=BaseModel)
 
 
 class Settings(BaseSettings):
@@ -133,6 +134,17 @@ def read_toml(path: Path) -> dict[str, Any]:
                 f"icebench reads {', '.join(f'[{t}]' for t in CONFIG_TABLES)}"
             )
     return tables
+
+
+def read_table(path: Path | None, table: str, model: type[Table]) -> Table:
+    """One table of a config file as `model` (its defaults when no file is given); an invalid one
+    is a one-line error naming the file, the table and the first complaint."""
+    if path is None:
+        return model()
+    try:
+        return model.model_validate(read_toml(path).get(table, {}))
+    except ValidationError as exc:
+        raise IcebenchError(f"config file {path}: invalid [{table}] table: {first_error(exc)}") from None
 
 
 def check_environment(environ: dict[str, str] | None = None) -> None:

@@ -18,7 +18,7 @@ from generators.source import ParquetSource
 from harness.base.caps import parse_size
 from harness.base.errors import IcebenchError
 from harness.base.results import ResultsStore
-from harness.base.settings import Settings, read_toml
+from harness.base.settings import Settings, read_table
 from harness.engines.writers import get_writer, writers
 from harness.model import RunRecord
 from harness.run.runner import Runner, RunPlan
@@ -190,11 +190,4 @@ def _axis_plans(
 
 
 def load_matrix_config(path: Path | None) -> MatrixConfig:
-    if path is None:
-        return MatrixConfig()
-    try:
-        return MatrixConfig.model_validate(read_toml(path).get("matrix", {}))
-    except ValueError as exc:
-        raise IcebenchError(
-            f"config file {path}: invalid [matrix] table: {str(exc).splitlines()[1:3]}"
-        ) from None
+    return read_table(path, "matrix", MatrixConfig)

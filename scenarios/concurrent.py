@@ -29,10 +29,6 @@ class Concurrent(Scenario):
     def expected_landed(self, sets: DataSets, landed: list[Feed]) -> Expectation:
         """The table once the `landed` workers committed and the others left nothing behind."""
 
-    @property
-    def worker_sets(self) -> tuple[str, ...]:
-        return tuple(feed.source_set for feed in self.feeds())
-
     def own_key_ranges(self, feed: Feed, sets: DataSets) -> KeyRanges:
         """The keys only `feed`'s write can put in the table: an append's, its whole set."""
         return list(sets[feed.source_set].manifest.key_ranges)

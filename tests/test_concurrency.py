@@ -93,7 +93,7 @@ def test_rows_of_a_worker_that_reported_failure_fail_the_verdict(tiny_sets, tmp_
     scenario = get_scenario(SCENARIO)()
     table = scenario.prepare(catalog, "bench", tiny_sets)
     before = capture_state(table)
-    for name in scenario.worker_sets:
+    for name in (feed.source_set for feed in scenario.feeds()):
         register_set(table, tiny_sets[name])
     error = "OSError: the connection was reset after the commit request was sent"
     a, b = scenario.feeds()
@@ -105,7 +105,7 @@ def test_rows_of_a_worker_that_reported_failure_fail_the_verdict(tiny_sets, tmp_
     assert leftover.reason.startswith("10,000 rows of worker b (replacement) in the table, yet it failed: ")
     assert not checks["key_set"].passed and not checks["row_count"].passed
     # The sets were hard-linked into one table under names of their own: the cache is intact.
-    for name in scenario.worker_sets:
+    for name in (feed.source_set for feed in scenario.feeds()):
         checksum = Checksum()
         for batch in ParquetSource.open(tiny_sets[name].directory, 65_536).batches():
             checksum.update(batch)

@@ -6,7 +6,9 @@ import pytest
 from harness.base.errors import IcebenchError
 from harness.base.results import ResultsStore, read_runs
 from harness.cli import main
-from harness.run.runner import Runner
+from harness.engines.writers import writers
+from harness.engines.writers.pyiceberg_table import PyicebergTable
+from harness.run.runner import Runner, RunPlan
 from harness.services.envs import Variant, installed_version, library_env
 from harness.services.stacks.embedded import EmbeddedStack
 from reports.baseline import build_baseline, newest_results_folder
@@ -60,3 +62,42 @@ def test_versions_do_not_run_in_containers(settings):
     docker = settings.model_copy(update={"isolation": "docker"})
     with pytest.raises(IcebenchError, match="not containers"):
         Runner(docker, ResultsStore(settings.results_dir), EmbeddedStack(docker), Variant("pyiceberg", OLD))
+
+
+class OwnEnvironment(PyicebergTable):
+    """A writer whose libraries cannot share the main environment (like a pyiceberg fork)."""
+
+    name = "own-environment"
+    environment = (f"pyiceberg=={OLD}",)
+
+
+@pytest.fixture
+def own_environment_writer(monkeypatch):
+    monkeypatch.setitem(writers(), OwnEnvironment.name, OwnEnvironment)
+    return OwnEnvironment
+
+
+def test_a_writer_with_its_own_environment_runs_its_workers_there(runner, own_environment_writer):
+    python = runner._worker_python(own_environment_writer)
+    assert python == library_env("pyiceberg", OLD, runner.envs_root)  # the same cached environment
+    assert installed_version(python, "pyiceberg") == OLD
+    assert runner._worker_python(PyicebergTable) is None  # the others: the main environment
+
+
+def test_a_writer_environment_that_cannot_be_installed_is_the_runs_error(
+    runner, tiny_sets, own_environment_writer, monkeypatch
+):
+    monkeypatch.setattr(own_environment_writer, "environment", ("pyiceberg==0.0.999",))
+    record = runner.run(RunPlan("append", OwnEnvironment.name, "tiny", tiny_sets, 2_000, cap_bytes=1 << 30))
+    assert record.status == "error"
+    assert record.error.startswith("own-environment's environment: cannot install pyiceberg==0.0.999")
+
+
+def test_a_writer_environment_is_refused_with_variants_and_containers(settings, own_environment_writer):
+    store = ResultsStore(settings.results_dir)
+    docker = settings.model_copy(update={"isolation": "docker"})
+    in_container = Runner(docker, store, EmbeddedStack(docker))
+    assert "not in the worker container" in in_container._environment_refusal(own_environment_writer)
+    variant = Runner(settings, store, EmbeddedStack(settings), Variant("pyiceberg", OLD))
+    assert "not a variant's" in variant._environment_refusal(own_environment_writer)
+    assert variant._environment_refusal(PyicebergTable) is None

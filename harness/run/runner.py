@@ -8,6 +8,7 @@ table and checks, the scenario says through its hooks (scenarios/base.py).
 from __future__ import annotations
 
 import shutil
+import subprocess
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -27,7 +28,7 @@ from harness.judge.oracle import TableState, capture_state, judge, unreadable_ve
 from harness.model import Feed, RunRecord, Verdict, WorkerEnd, WorkerOutcome, WorkerResult, WorkerSpec
 from harness.run.classify import classify
 from harness.services.container import launch_container
-from harness.services.envs import Variant, library_env
+from harness.services.envs import Variant, library_env, requirements_env
 from harness.services.launcher import Launch, RunningWorkers, WorkerHandle, launch_worker
 from harness.services.leftovers import SCRATCH_FOLDER
 from harness.services.own_memory import measure_peak_rss
@@ -52,6 +53,7 @@ class WorkerRun:
     feed: Feed
     spec: WorkerSpec
     folder: Path
+    python: Path | None = None  # another environment's interpreter; None: this one
     launched: Launch | None = None
     result: WorkerResult | None = None
 
@@ -99,11 +101,12 @@ class Runner:
         self.stack = stack
         self.isolation = resolve_isolation(settings.isolation)
         self.variant = variant
-        self.python: Path | None = None  # the worker's interpreter; None: this one
+        self.envs_root = settings.data_dir.parent / "envs"
+        self.python: Path | None = None  # the variant's interpreter; None: this one
         if variant is not None:
             if self.isolation == "docker":
                 raise IcebenchError(f"--{variant.library} versions run in local environments, not containers")
-            self.python = library_env(variant.library, variant.version, settings.data_dir.parent / "envs")
+            self.python = library_env(variant.library, variant.version, self.envs_root)
         self.verifier = get_verifier(settings.verify_with)  # None: the oracle's pyiceberg read alone
         self.verifier_options = settings.engine_options(self.verifier.options) if self.verifier else None
         if self.verifier and (why := self.verifier.supports_catalog(stack.catalog_shape)):
@@ -115,7 +118,7 @@ class Runner:
         scenario = get_scenario(plan.scenario)()
         writer = get_writer(plan.writer)
         identity = self._identity(plan, scenario, writer)
-        if reason := scenario.unsupported_reason(writer):
+        if reason := scenario.unsupported_reason(writer) or self._environment_refusal(writer):
             return self._finish(RunRecord(**identity, status="unsupported", error=reason))
         try:
             number, work = self.store.new_work_folder(f"{plan.scenario}-{plan.writer}")
@@ -153,6 +156,27 @@ class Runner:
         if bad_input is not None and not scenario.expects_bad_input:
             raise IcebenchError(bad_input.error or "bad input")
         return record
+
+    def _environment_refusal(self, writer: type[Writer]) -> str | None:
+        """Why a writer with an environment of its own cannot run here, if it cannot."""
+        if not writer.environment:
+            return None
+        if self.variant is not None:
+            requirements = " ".join(writer.environment)
+            return f"{writer.name} runs in its own environment ({requirements}), not a variant's"
+        if self.isolation == "docker":
+            return f"{writer.name} runs in its own local environment, not in the worker container"
+        return None
+
+    def _worker_python(self, writer: type[Writer]) -> Path | None:
+        """The interpreter the writer's workers run with: its own environment's, made on first use
+        (a failed install is this run's error), the variant's, or this one's."""
+        if not writer.environment:
+            return self.python
+        try:
+            return requirements_env(writer.environment, self.envs_root)
+        except (IcebenchError, OSError, subprocess.SubprocessError) as exc:
+            raise RunFailed(f"{writer.name}'s environment: {one_line(exc)}") from exc
 
     def _identity(self, plan: RunPlan, scenario: Scenario, writer: type[Writer]) -> dict[str, Any]:
         """The record's fields known before anything runs."""
@@ -197,6 +221,7 @@ class Runner:
     ) -> list[WorkerRun]:
         """A worker per feed of the scenario; several get a folder each."""
         feeds = scenario.feeds()
+        python = self._worker_python(writer)
         workers = []
         for feed in feeds:
             folder = work / f"worker-{feed.name}" if len(feeds) > 1 else work
@@ -216,7 +241,7 @@ class Runner:
                 result_path=folder / "worker-result.json",
                 **scenario.spec_fields(feed, folder, work),
             )
-            workers.append(WorkerRun(feed, spec, folder))
+            workers.append(WorkerRun(feed, spec, folder, python))
         return workers
 
     def _launch_all(self, workers: list[WorkerRun], cap_bytes: int | None) -> None:
@@ -261,7 +286,7 @@ class Runner:
                     **limits,
                 )  # fmt: skip
             else:
-                worker.launched = launch_worker(cap, spec_path, worker.log, python=self.python, **limits)
+                worker.launched = launch_worker(cap, spec_path, worker.log, python=worker.python, **limits)
         finally:
             with signals_held():
                 cap.close()

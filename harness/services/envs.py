@@ -1,18 +1,22 @@
-"""Worker environments with other versions of a writer library (`--pyiceberg 0.9.1,0.12.0`).
+"""Worker environments with other versions of a writer library (`--pyiceberg 0.9.1,0.12.0`), or with
+the libraries of a writer that cannot share the main environment (`Writer.environment`: a fork of
+pyiceberg, a client pinned to an older dlt).
 
-An environment is a venv under `.icebench/envs/<library>-<version>` holding that version of the
-library (and whatever of its dependencies the main environment cannot satisfy), layered over the
-main environment by a `.pth` file: everything else (pyarrow, numpy, the harness) is the very same,
-so a difference between two versions' results is the library's. Created once, then cached;
-creation is one `pip install`.
+An environment is a venv under `.icebench/envs/<name>` holding those requirements (and whatever of
+their dependencies the main environment cannot satisfy), layered over the main environment by a
+`.pth` file: everything else (pyarrow, numpy, the harness) is the very same, so a difference
+between two versions' results is the library's. Created once, then cached; creation is one
+`pip install`.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import sysconfig
 import venv
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,13 +27,19 @@ READY = ".icebench-ready"
 INSTALL_TIMEOUT_S = 900.0
 
 
-def env_name(library: str, version: str) -> str:
-    return f"{library}-{version}"
+def env_name(requirements: Sequence[str]) -> str:
+    """`pyiceberg-0.9.1` for ["pyiceberg==0.9.1"]; several requirements joined by `+`."""
+    return "+".join(re.sub(r"[^\w.+-]+", "-", requirement) for requirement in requirements)
 
 
 def library_env(library: str, version: str, root: Path) -> Path:
     """The python executable of an environment with `library==version`, created if missing."""
-    folder = root / env_name(library, version)
+    return requirements_env([f"{library}=={version}"], root)
+
+
+def requirements_env(requirements: Sequence[str], root: Path) -> Path:
+    """The python executable of an environment with these pip requirements, created if missing."""
+    folder = root / env_name(requirements)
     python = folder / "bin" / "python"
     if (folder / READY).is_file():
         return python
@@ -44,13 +54,13 @@ def library_env(library: str, version: str, root: Path) -> Path:
     (site_packages / "icebench-main.pth").write_text(f"{sysconfig.get_path('purelib')}\n{REPO_ROOT}\n")
     done = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
-         "--disable-pip-version-check", f"{library}=={version}"],
+         "--disable-pip-version-check", *requirements],
         capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False,
     )  # fmt: skip
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise IcebenchError(f"cannot install {library}=={version} into {folder}: {last}")
-    (folder / READY).write_text(f"{library}=={version}\n")
+        raise IcebenchError(f"cannot install {' '.join(requirements)} into {folder}: {last}")
+    (folder / READY).write_text("\n".join(requirements) + "\n")
     return python
 
 

@@ -77,6 +77,10 @@ class Writer:
     # True when the whole operation lands as one catalog commit (readers never see half of it).
     single_commit: ClassVar[bool]
     libraries: ClassVar[tuple[str, ...]] = ("pyiceberg", "pyarrow")
+    # pip requirements of a worker environment of its own, layered over the main one
+    # (harness/services/envs.py), for libraries that cannot share it: a fork of pyiceberg, a client
+    # pinned to an older dlt. Empty: the workers run in the main environment.
+    environment: ClassVar[tuple[str, ...]] = ()
     # In the matrix when no writers are named (`make bench`); slow engines opt out.
     in_default_matrix: ClassVar[bool] = True
     # False for engines that read the source themselves: their steps are phases, not batches,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import fcntl
+import math
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -32,6 +34,37 @@ SET_DEPENDENCIES: dict[str, tuple[str, ...]] = {
     **{f"base-{damage}": ("base",) for damage in DAMAGES},
 }
 DAMAGED_SETS = frozenset(name for name in SET_DEPENDENCIES if name.startswith("base-"))
+# The rounds workload's sets: `round-N` is base-like with keys of its own, `round-N-changes` its
+# change set (updates of round-N's keys, new keys just above them). Named on demand, any N >= 1.
+ROUND_SET = re.compile(r"round-([1-9][0-9]*)(-changes)?")
+FIRST_ROUND_BLOCK = 4  # key blocks 0-3 are the fixed sets': base, replacement, disjoint-2, -3
+
+
+def round_set(round_number: int) -> str:
+    return f"round-{round_number}"
+
+
+def round_changes(round_number: int) -> str:
+    return f"round-{round_number}-changes"
+
+
+def dependencies(name: str) -> tuple[str, ...]:
+    """The sets `name` is derived from (a one-line error for a name no generator makes)."""
+    if name in SET_DEPENDENCIES:
+        return SET_DEPENDENCIES[name]
+    if match := ROUND_SET.fullmatch(name):
+        return (round_set(int(match[1])),) if match[2] else ()
+    raise SourceError(f"unknown data set {name!r}; choose from {', '.join(SET_DEPENDENCIES)} or round-N")
+
+
+def generation_order(name: str) -> tuple[int, int, str]:
+    """The fixed sets in their order, then each round's set before its change set."""
+    if name in SET_DEPENDENCIES:
+        return (0, list(SET_DEPENDENCIES).index(name), "")
+    match = ROUND_SET.fullmatch(name)
+    assert match, name
+    return (1, int(match[1]), match[2] or "")
+
 
 ProgressFactory = Callable[[str, int], Callable[[int], None]]
 
@@ -60,9 +93,9 @@ class DataCache:
     ) -> DataSets:
         wanted = set(names)
         for name in list(wanted):
-            wanted.update(SET_DEPENDENCIES[name])
+            wanted.update(dependencies(name))
         sets: DataSets = {}
-        for name in (n for n in SET_DEPENDENCIES if n in wanted):
+        for name in sorted(wanted, key=generation_order):
             directory = self._set_folder(preset, name)
             if not self._usable(directory):
                 with _generation_lock(directory):  # another invocation may be making the same set
@@ -93,11 +126,12 @@ class DataCache:
         if name.startswith("base-"):
             damaged_copy(sets["base"].directory, staging, cast(Damage, name.removeprefix("base-")))
             return
-        rows = preset.rows if name in DISJOINT_SETS else self._change_rows(preset)
+        block = self._key_block(name)
+        rows = preset.rows if block is not None else self._change_rows(preset)
         advance = progress(f"generate {preset.name}/{name}", rows) if progress else None
-        if name in DISJOINT_SETS:
+        if block is not None:
             # Disjoint keys and other values: e.g. every row a replace removed must disappear.
-            index = DISJOINT_SETS[name]
+            index = block
             generate_base(
                 staging,
                 rows=preset.rows,
@@ -108,10 +142,11 @@ class DataCache:
                 progress=advance,
             )
         else:
+            of, seed = ("base", self.seed + 2) if name.startswith("changes") else self._round_changes(name)
             generate_changes(
-                sets["base"].directory,
+                sets[of].directory,
                 staging,
-                seed=self.seed + 2,
+                seed=seed,
                 update_ratio=self.update_ratio,
                 insert_ratio=self.insert_ratio,
                 evolved=name == "changes-evolved",
@@ -130,8 +165,26 @@ class DataCache:
         except ManifestError:
             return False
 
+    def _key_block(self, name: str) -> int | None:
+        """Which block of `rows` keys a base-like set starts at; None for a change set. A round's
+        block leaves room above it for its change set's new keys (insert_ratio x rows of them)."""
+        if name in DISJOINT_SETS:
+            return DISJOINT_SETS[name]
+        match = ROUND_SET.fullmatch(name)
+        if match is None or match[2]:
+            return None
+        return FIRST_ROUND_BLOCK + (int(match[1]) - 1) * (1 + math.ceil(self.insert_ratio))
+
+    def _round_changes(self, name: str) -> tuple[str, int]:
+        """A round's change set: derived from its round's set, seeded by the block just above it
+        (a block no base-like set uses: it holds the change set's new keys)."""
+        of = name.removesuffix("-changes")
+        block = self._key_block(of)
+        assert block is not None, name
+        return of, self.seed + block + 2
+
     def _set_folder(self, preset: Preset, name: str) -> Path:
-        if name.startswith("changes"):  # change sets also depend on the ratios
+        if "changes" in name:  # change sets also depend on the ratios
             name = f"{name}-u{self.update_ratio:g}-i{self.insert_ratio:g}"
         return self.folder(preset) / name
 

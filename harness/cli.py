@@ -43,6 +43,7 @@ from harness.run.matrix import (
     prepare_data,
     run_matrix,
 )
+from harness.run.rounds import RoundsConfig, load_rounds_config, run_rounds
 from harness.run.runner import Runner, RunPlan
 from harness.services.envs import variants
 from harness.services.leftovers import sweep_leftovers
@@ -68,9 +69,11 @@ from reports.gate import (
     require_compared,
 )
 from reports.report import Report, write_report
+from reports.rounds import rounds_tables
 from reports.summary import fit_table, summary_markdown, summary_tables
 from scenarios import get_scenario, scenarios
 from scenarios.base import DataSets
+from scenarios.rounds import PHASES
 
 # Writer libraries whose versions a run can vary (--pyiceberg 0.9.1,0.12.0).
 VERSIONED_LIBRARIES = ("pyiceberg", "dlt")
@@ -121,7 +124,7 @@ class RichEvents(MatrixEvents):
         if self.progress is not None and self.task is not None:
             axis = f" ({plan.limit_rows} rows)" if plan.limit_rows else ""
             self.progress.update(
-                self.task, description=f"{plan.preset}: {plan.scenario} x {plan.writer}{axis}"
+                self.task, description=f"{plan.preset}: {_run_label(plan)} x {plan.writer}{axis}"
             )
 
     def run_finished(self, plan: RunPlan, record: RunRecord) -> None:
@@ -131,9 +134,14 @@ class RichEvents(MatrixEvents):
             f" {record.batches or 0:>4} batches, write {record.write_s or 0:.2f} s" if plan.limit_rows else ""
         )
         self.progress.console.print(
-            f"  {plan.scenario:<24} {plan.writer:<30}{axis} {record.status:<11} {_verdict_word(record)}"
+            f"  {_run_label(plan):<24} {plan.writer:<30}{axis} {record.status:<11} {_verdict_word(record)}"
         )
         self.progress.advance(self.task)
+
+
+def _run_label(plan: RunPlan) -> str:
+    """The scenario, or a rounds phase as `round 2 upsert`."""
+    return f"round {plan.round} {plan.phase}" if plan.round is not None else plan.scenario
 
 
 def _verdict_word(record: RunRecord) -> str:
@@ -294,6 +302,16 @@ def _add_matrix_and_scale(commands: argparse._SubParsersAction[argparse.Argument
     scale.add_argument("--batches", type=_comma_ints, default=[50, 100, 200, 400], metavar="COUNTS")
     scale.add_argument("--report", action="store_true", help="end by writing report.html / report.md")
     _common(scale)
+
+    rounds = commands.add_parser(
+        "rounds", help="longevity: N rounds of append/upsert/replace on a table each writer wrote itself"
+    )
+    rounds.add_argument("--preset", help="default: small ([rounds] preset)")
+    rounds.add_argument("--writers", help="comma-separated writer names ([rounds] writers)")
+    rounds.add_argument("--rounds", type=int, help="how many rounds (default 5)")
+    rounds.add_argument("--phases", help=f"comma-separated, in a round's order (default {','.join(PHASES)})")
+    rounds.add_argument("--report", action="store_true", help="end by writing report.html / report.md")
+    _common(rounds)
 
 
 def _add_baseline_compare_gate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -582,6 +600,34 @@ def cmd_scale(args: argparse.Namespace) -> None:
         _print_report(write_report(store.folder))
 
 
+def cmd_rounds(args: argparse.Namespace) -> None:
+    """Each writer's rounds of phases on its own table, judged after every phase."""
+    settings = _settings(args)
+    config = load_rounds_config(args.config)
+    overrides = {
+        key: value
+        for key, value in (
+            ("preset", args.preset),
+            ("writers", args.writers),
+            ("rounds", args.rounds),
+            ("phases", args.phases),
+        )
+        if value
+    }
+    config = RoundsConfig.model_validate({**config.model_dump(), **overrides}).resolved()
+    console.print(
+        f"icebench rounds: {len(config.writers)} writers x {config.rounds} rounds of "
+        f"{', '.join(config.phases)} on {config.preset}, cap {format_size(parse_size(settings.memory))} "
+        f"({resolve_isolation(settings.isolation)}), stack {settings.stack}"
+    )
+    with _session(settings) as (store, stack):
+        records = run_rounds(settings, config, store, stack, RichEvents())
+    console.print(*summary_tables(records, title=f"icebench rounds {store.run_id}"), *rounds_tables(records))
+    console.print(f"results: {store.runs_path}")
+    if args.report:
+        _print_report(write_report(store.folder))
+
+
 def cmd_baseline(args: argparse.Namespace) -> None:
     """`baseline save`, its only action so far."""
     baseline = save_baseline(args.results_dirs, args.out)
@@ -642,6 +688,7 @@ COMMANDS = {
     "scenarios": cmd_scenarios,
     "matrix": cmd_matrix,
     "scale": cmd_scale,
+    "rounds": cmd_rounds,
     "baseline": cmd_baseline,
     "compare": cmd_compare,
     "gate": cmd_gate,

@@ -209,6 +209,10 @@ class RunRecord(BaseModel):
     preset: str
     repeat: int = 0  # 0, 1, ... for repeated runs of one pair (matrix --repeat)
     variant: str | None = None  # e.g. "pyiceberg 0.9.1": the workers ran with that version
+    # The rounds workload: which round (1, 2, ...) and phase of it this run was, on a table the
+    # writer has written in every earlier phase. None for the matrix's runs.
+    round: int | None = None
+    phase: str | None = None
     stack: str
     operation: str
     status: Status
@@ -305,6 +309,8 @@ class RunKey(BaseModel, frozen=True):
     batch_rows: int
     limit_rows: int | None = None  # the scale axis: the points of a fit are fed this prefix
     variant: str | None = None
+    round: int | None = None  # the rounds workload: round and phase
+    phase: str | None = None
     writer_source: str | None = None
 
     @property
@@ -315,7 +321,8 @@ class RunKey(BaseModel, frozen=True):
     def _setup_parts(self) -> list[str]:
         cap = "no cap" if self.cap_bytes is None else _size_text(self.cap_bytes)
         axis = [f"{self.batches} batches"] if self.batches is not None else []
-        return [f"{self.isolation} {cap}", f"{self.batch_rows} rows/batch", *axis]
+        rounds = [f"round {self.round} {self.phase}"] if self.round is not None else []
+        return [f"{self.isolation} {cap}", f"{self.batch_rows} rows/batch", *axis, *rounds]
 
     @property
     def setup(self) -> str:
@@ -346,6 +353,8 @@ def run_key(record: RunRecord) -> RunKey:
         batch_rows=record.batch_rows,
         limit_rows=record.limit_rows,
         variant=record.variant,
+        round=record.round,
+        phase=record.phase,
         writer_source=record.writer_source,
     )
 

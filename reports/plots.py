@@ -21,9 +21,12 @@ matplotlib.use("Agg")  # files only, never a window
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
+from harness.base.caps import format_size
 from harness.model import Metric, RunRecord, metrics, run_key
 from reports.fits import Fit, point_batches
+from reports.rounds import followed_metrics, phase_series
 
 MIB = 2**20
 STATUS_COLOURS = {"ok": "#4c72b0", "oom": "#c44e52", "error": "#8c8c8c"}
@@ -256,4 +259,40 @@ def metrics_figure(records: Sequence[RunRecord]) -> Figure | None:
         axis.grid(alpha=0.3, axis="y")
     axes[0].legend(fontsize=7)
     figure.suptitle("What each writer cost and left behind")
+    return figure
+
+
+def rounds_figure(records: Sequence[RunRecord]) -> Figure | None:
+    """A panel per followed metric against the round, a line per writer and phase that ran (an
+    unsupported phase has none); a phase whose verdict failed is marked with an x on its round."""
+    found = [
+        series for series in phase_series(records) if any(r.status != "unsupported" for r in series.records)
+    ]
+    if not found:
+        return None
+    followed = followed_metrics()
+    figure, axes = _panels(len(followed))
+    palette = _colours(series.writer for series in found)
+    styles = dict(zip(sorted({s.phase for s in found}), ["-", "--", ":", "-."], strict=False))
+    for axis, shown in zip(axes, followed, strict=True):
+        for series in found:
+            rounds = [r.round for r in series.records]
+            values = [getattr(r, shown.name) for r in series.records]
+            axis.plot(
+                rounds, [float("nan") if v is None else v for v in values],
+                color=palette[series.writer], linestyle=styles[series.phase], marker="o", markersize=3,
+                label=f"{series.writer} {series.phase}",
+            )  # fmt: skip
+            failed = [(r.round, v) for r, v in zip(series.records, values, strict=True)
+                      if v is not None and not (r.verdict and r.verdict.passed)]  # fmt: skip
+            if failed:
+                axis.scatter(*zip(*failed, strict=True), marker="x", s=60, color=palette[series.writer])
+        axis.set_title(shown.label)
+        axis.set_xlabel("round")
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+        if shown.unit == "count":
+            axis.yaxis.set_major_locator(MaxNLocator(integer=True))
+        if shown.unit == "bytes":
+            axis.yaxis.set_major_formatter(lambda value, _: format_size(int(value)))
+    figure.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize="small")
     return figure

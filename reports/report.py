@@ -20,9 +20,11 @@ from reports.plots import (
     metrics_figure,
     peak_memory_figure,
     png_bytes,
+    rounds_figure,
     scale_figure,
     timeline_figure,
 )
+from reports.rounds import rounds_rows
 from reports.summary import (
     FAILED_CHECK_HEADERS,
     failed_check_rows,
@@ -39,6 +41,11 @@ PLOTS: list[tuple[str, str, Callable[[list[RunRecord], list[Fit]], Figure | None
     ("peak-memory", "Peak memory against the cap", lambda runs, _: peak_memory_figure(runs)),
     ("memory-timeline", "Memory over each run", lambda runs, _: timeline_figure(runs)),
     ("metrics", "Wall time, snapshots, data files, metadata", lambda runs, _: metrics_figure(runs)),
+    (
+        "rounds",
+        "Each metric over the rounds (x: a phase that did not pass)",
+        lambda runs, _: rounds_figure(runs),
+    ),
 ]
 
 
@@ -133,6 +140,10 @@ def _sections(
     if any(run.workers for run in runs):
         sections.append(Section("Concurrent workers", *worker_rows(runs)))
     sections += [Section(fit_title(fit), *fit_rows(fit)) for fit in scales]
+    if any(run.round is not None for run in runs):
+        sections.append(
+            Section("Rounds: first round → last, Δ/round the degradation rate", *rounds_rows(runs))
+        )
     if profiles := _profiles(runs, folder):
         sections.append(Section("Allocation profiles (memray)", PROFILE_HEADERS, profiles, link_column=3))
     sections += [Section(caption, image=(name, data)) for name, caption, data in images]

@@ -50,6 +50,11 @@ def _metric_cell(metric: Metric, record: RunRecord) -> str:
     return metric_text(metric, getattr(record, metric.name, None), digits=1)
 
 
+def scenario_text(record: RunRecord) -> str:
+    """The scenario, or the rounds workload's phase: `round 2 upsert`."""
+    return f"round {record.round} {record.phase}" if record.round is not None else record.scenario
+
+
 def writer_text(record: RunRecord) -> str:
     return record.writer + (f" [{record.variant}]" if record.variant else "")
 
@@ -60,7 +65,7 @@ Column = tuple[str, bool, Callable[[RunRecord], str]]  # header, right-aligned, 
 def columns() -> list[Column]:
     """What ran, then a column per summary metric of the registry (harness/model.py METRICS)."""
     return [
-        ("scenario", False, lambda r: r.scenario),
+        ("scenario", False, scenario_text),
         ("writer", False, writer_text),
         ("status", False, lambda r: r.status),
         *((m.label, True, partial(_metric_cell, m)) for m in metrics("run") if m.summary),

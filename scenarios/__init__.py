@@ -13,7 +13,8 @@ __all__ = ["Scenario", "get_scenario", "scenarios"]
 
 @cache
 def scenarios() -> dict[str, type[Scenario]]:
-    return discover(sys.modules[__name__], Scenario, skip=("base", "oracle"))
+    found = discover(sys.modules[__name__], Scenario, skip=("base", "oracle"))
+    return {name: scenario for name, scenario in found.items() if scenario.listed}
 
 
 def get_scenario(name: str) -> type[Scenario]:

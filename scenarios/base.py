@@ -26,7 +26,7 @@ from generators.manifest import DatasetManifest
 from generators.schema import EVOLVED_COLUMN, KEY_COLUMN
 from generators.source import ParquetSource
 from harness.engines.writers.base import Writer
-from harness.judge.oracle import Evidence, operation_checks
+from harness.judge.oracle import Evidence, operation_checks, replaced_files_deleted_check
 from harness.model import Check, Expectation, Feed, Operation, WorkerEnd, WorkerResult, WorkerSpec
 
 
@@ -78,6 +78,8 @@ class Scenario(ABC):
     in_default_matrix: ClassVar[bool] = True
     # Fault scenarios whose source is broken on purpose: the bad input is the expected outcome.
     expects_bad_input: ClassVar[bool] = False
+    # Among the scenarios runs and matrices name; False for parts of a workload (a rounds phase).
+    listed: ClassVar[bool] = True
 
     @property
     def needs(self) -> tuple[str, ...]:
@@ -111,7 +113,10 @@ class Scenario(ABC):
 
     def outcome_checks(self, evidence: Evidence, ends: list[WorkerEnd], sets: DataSets) -> list[Check]:
         """The checks of how the operation ended (the oracle's state checks come first)."""
-        return operation_checks(evidence)
+        checks = operation_checks(evidence)
+        if self.operation == Operation.REPLACE and evidence.error is None:
+            checks.append(replaced_files_deleted_check(evidence))
+        return checks
 
     def table_identifier(self, namespace: str) -> str:
         return f"{namespace}.{self.name.replace('-', '_')}"

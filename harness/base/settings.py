@@ -37,7 +37,7 @@ OTHER_VARIABLES = frozenset(
 )
 OTHER_PREFIXES = ("ICEBENCH_REST_",)  # the REST catalog server's own variables (compose/rest-catalog)
 # The tables a config file may hold, and who reads them.
-CONFIG_TABLES = ("settings", "matrix", "gate", "engines")
+CONFIG_TABLES = ("settings", "matrix", "rounds", "gate", "engines")
 # Engine options that also have a variable of their own (older than [engines]): variable -> where.
 ENGINE_VARIABLES = {"ICEBENCH_SPARK_MASTER": ("spark", "master")}
 EngineTables = dict[str, dict[str, Any]]  # engine -> its options, as [engines.<engine>] holds them

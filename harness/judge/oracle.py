@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 from pyarrow import fs as pafs
 from pyiceberg.io.pyarrow import PyArrowFileIO, _ConvertToIcebergWithoutIDs, visit_pyarrow
+from pyiceberg.manifest import DataFileContent
 from pyiceberg.schema import Schema
 from pyiceberg.serializers import FromInputFile
 from pyiceberg.table import Table
@@ -47,6 +48,8 @@ class TableState:
     committed_metadata: set[str] = field(default_factory=set)
     # The current snapshot's summary (totals of files and records, what its commit added and deleted).
     summary: dict[str, str] = field(default_factory=dict)
+    # Data file entries the current snapshot's manifests list (a path listed twice counts twice).
+    data_file_entries: int = 0
 
     def commits_since(self, before: TableState) -> int:
         """Catalog commits between `before` and this state (a failed attempt's file is not one)."""
@@ -63,6 +66,17 @@ def capture_state(table: Table) -> TableState:
         committed_metadata={entry.metadata_file for entry in table.metadata.metadata_log}
         | {table.metadata_location},
         summary=_summary(current),
+        data_file_entries=_data_file_entries(table, current),
+    )
+
+
+def _data_file_entries(table: Table, snapshot: Snapshot | None) -> int:
+    if snapshot is None:
+        return 0
+    return sum(
+        entry.data_file.content == DataFileContent.DATA
+        for manifest in snapshot.manifests(table.io)
+        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True)
     )
 
 
@@ -324,6 +338,28 @@ def snapshot_summary_check(
         expected=counted,
         actual={key: summary.get(key) for key in counted},
         reason=first_few(problems),
+    )
+
+
+def replaced_files_deleted_check(evidence: Evidence) -> Check:
+    """A replace that succeeded must delete every data file entry the table listed before, as its
+    snapshots declare: file-name collisions show as a delete that reports fewer (the dlt PR's "only
+    1-2 of 20 files deleted"). A table left with delete files masks old files instead of dropping
+    them: then the content checks judge, not this one."""
+    table, before, after = evidence.table, evidence.before, evidence.after
+    if int(after.summary.get("total-delete-files") or 0):
+        return Check(name="replaced_files_deleted", passed=True, actual="delete files mask the old rows")
+    added = [s for s in table.metadata.snapshots if s.snapshot_id in after.snapshot_ids - before.snapshot_ids]
+    deleted = sum(_summary_int(snapshot, "deleted-data-files") for snapshot in added)
+    listed = before.data_file_entries
+    return Check(
+        name="replaced_files_deleted",
+        passed=deleted == listed,
+        expected=listed,
+        actual=deleted,
+        reason=None
+        if deleted == listed
+        else f"the replace's snapshots delete {deleted:,} of the {listed:,} data files listed before",
     )
 
 

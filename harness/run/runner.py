@@ -72,6 +72,8 @@ class RunPlan:
     cap_bytes: int | None
     limit_rows: int | None = None
     repeat: int = 0  # which repetition of the same pair (matrix --repeat)
+    round: int | None = None  # the rounds workload: which round and phase
+    phase: str | None = None
 
 
 @dataclass(frozen=True)
@@ -115,22 +117,46 @@ class Runner:
             )
 
     def run(self, plan: RunPlan) -> RunRecord:
+        """One run of `plan` on a table of its own, created for it and removed afterwards."""
         scenario = get_scenario(plan.scenario)()
         writer = get_writer(plan.writer)
         identity = self._identity(plan, scenario, writer)
-        if reason := scenario.unsupported_reason(writer) or self._environment_refusal(writer):
+        if reason := self._refusal(scenario, writer):  # before any folder or catalog is made
             return self._finish(RunRecord(**identity, status="unsupported", error=reason))
         try:
-            number, work = self.store.new_work_folder(f"{plan.scenario}-{plan.writer}")
-            run_catalog = self.stack.catalog_for_run(work, f"{self.store.run_id}_{number:03d}")
+            run_catalog = self.new_catalog(f"{plan.scenario}-{plan.writer}")
         except OSError as exc:  # a full or unwritable results folder: this run's error, not the matrix's
             return self._finish(
                 RunRecord(**identity, status="error", error=f"run set-up failed: {one_line(exc)}")
             )
-        if reason := writer.supports_catalog(run_catalog.properties):
-            self._release(run_catalog, keep=False)
-            error = f"{plan.writer} does not support this catalog: {reason}"
-            return self._finish(RunRecord(**identity, status="unsupported", error=error))
+        try:
+            return self.run_on(plan, scenario, run_catalog, run_catalog.work, identity)
+        finally:
+            self.release(run_catalog)
+
+    def new_catalog(self, label: str) -> RunCatalog:
+        """A catalog and namespace of a run's own, in a new work folder of the results."""
+        number, work = self.store.new_work_folder(label)
+        return self.stack.catalog_for_run(work, f"{self.store.run_id}_{number:03d}")
+
+    def release(self, run_catalog: RunCatalog) -> None:
+        """What a catalog from `new_catalog` holds removed (unless the settings keep it)."""
+        self._release(run_catalog, keep=self.settings.keep_warehouse)
+
+    def run_on(
+        self,
+        plan: RunPlan,
+        scenario: Scenario,
+        run_catalog: RunCatalog,
+        work: Path,
+        identity: dict[str, Any] | None = None,
+    ) -> RunRecord:
+        """One run of `plan` as `scenario` says, in `run_catalog` (which the caller releases), the
+        workers' files in `work`: the rounds workload runs its phases so, on one table."""
+        writer = get_writer(plan.writer)
+        identity = identity or self._identity(plan, scenario, writer)
+        if reason := self._refusal(scenario, writer, run_catalog):
+            return self._finish(RunRecord(**identity, status="unsupported", error=reason))
         ends: list[WorkerEnd] = []
         try:
             before = self._prepare(scenario, run_catalog, plan.sets)
@@ -147,8 +173,6 @@ class Runner:
         except OSError as exc:  # the harness's own files (spec, result) on a full or broken disk
             error = f"the harness could not run the worker: {one_line(exc)}"
             record = RunRecord(**identity, status="error", error=error)
-        finally:
-            self._release(run_catalog, keep=self.settings.keep_warehouse)
         self._finish(record)
         bad_input = next(
             (end.result for end in ends if end.result and end.result.error_kind == "bad_input"), None
@@ -156,6 +180,16 @@ class Runner:
         if bad_input is not None and not scenario.expects_bad_input:
             raise IcebenchError(bad_input.error or "bad input")
         return record
+
+    def _refusal(
+        self, scenario: Scenario, writer: type[Writer], run_catalog: RunCatalog | None = None
+    ) -> str | None:
+        """Why `writer` cannot run `scenario` here (recorded as unsupported), or None."""
+        if reason := scenario.unsupported_reason(writer) or self._environment_refusal(writer):
+            return reason
+        if run_catalog and (reason := writer.supports_catalog(run_catalog.properties)):
+            return f"{writer.name} does not support this catalog: {reason}"
+        return None
 
     def _environment_refusal(self, writer: type[Writer]) -> str | None:
         """Why a writer with an environment of its own cannot run here, if it cannot."""
@@ -188,6 +222,8 @@ class Runner:
             "writer_source": source_hash(writer),
             "preset": plan.preset,
             "repeat": plan.repeat,
+            "round": plan.round,
+            "phase": plan.phase,
             "stack": self.stack.name,
             "operation": scenario.operation,
             "rows": min(source.rows, plan.limit_rows or source.rows),

@@ -1,0 +1,110 @@
+"""The rounds workload: N rounds of phases (append, upsert, replace) by each writer on a table of
+its own, the oracle judging the table after every phase (scenarios/rounds.py).
+
+Declared in the `[rounds]` table of a config file, or by `icebench rounds` flags. Every phase is
+an ordinary run in runs.jsonl with its `round` and `phase`, in a worker of its own under the cap:
+its latency, peak rss, files, snapshots and metadata bytes, and reports/rounds.py's degradation
+rate over the rounds. Nothing here prints (MatrixEvents, as the matrix).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from generators.datasets import round_changes, round_set
+from generators.presets import get_preset
+from harness.base.caps import parse_size
+from harness.base.results import ResultsStore
+from harness.base.settings import Settings, read_table
+from harness.engines.writers import get_writer
+from harness.model import RunRecord
+from harness.run.matrix import MatrixEvents, comma_list, prepare_data
+from harness.run.runner import Runner, RunPlan
+from harness.services.stacks import Stack
+from scenarios.rounds import PHASES, RoundPhase, RoundsTable
+
+DEFAULT_ROUNDS_WRITERS = ["pyiceberg-add-files", "pyiceberg-fast-append", "pyiceberg-txn-batches"]
+
+
+class RoundsConfig(BaseModel):
+    """The `[rounds]` table of a config file."""
+
+    model_config = ConfigDict(extra="forbid")
+    preset: str = "small"
+    writers: list[str] = Field(default_factory=lambda: list(DEFAULT_ROUNDS_WRITERS))
+    rounds: int = Field(5, ge=2, le=100, description="at least two: the degradation rate compares rounds")
+    phases: list[str] = Field(default_factory=lambda: list(PHASES), description="in order, each round")
+
+    @field_validator("writers", "phases", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        return comma_list(value) if isinstance(value, str) else value
+
+    @field_validator("phases")
+    @classmethod
+    def _known_phases(cls, value: list[str]) -> list[str]:
+        unknown = [phase for phase in value if phase not in PHASES]
+        if unknown or not value or len(set(value)) < len(value):
+            raise ValueError(
+                f"phases are distinct names from {', '.join(PHASES)}, in the order of a round; got {value}"
+            )
+        return value
+
+    def resolved(self) -> RoundsConfig:
+        """Every name checked: a one-line error for an unknown preset or writer."""
+        get_preset(self.preset)
+        for name in self.writers:
+            get_writer(name)
+        return self
+
+    def set_names(self) -> list[str]:
+        """The sets the rounds feed and judge with: each round's set and, with upserts, its change set."""
+        names = [round_set(n) for n in range(1, self.rounds + 1)]
+        if "upsert" in self.phases:
+            names += [round_changes(n) for n in range(1, self.rounds + 1)]
+        return names
+
+
+def run_rounds(
+    settings: Settings,
+    config: RoundsConfig,
+    store: ResultsStore,
+    stack: Stack,
+    events: MatrixEvents | None = None,
+) -> list[RunRecord]:
+    """Each writer's rounds on a table of its own, phase after phase; the records in order."""
+    config = config.resolved()
+    events = events or MatrixEvents()
+    runner = Runner(settings, store, stack)
+    sets = prepare_data(settings, config.preset, config.set_names(), events)
+    cap = parse_size(settings.memory)
+    records: list[RunRecord] = []
+    total = len(config.writers) * config.rounds * len(config.phases)
+    with events.stage(f"rounds {config.preset}", total):
+        for writer in config.writers:
+            home = runner.new_catalog(f"rounds-{writer}")
+            try:
+                table = RoundsTable()
+                for round_number in range(1, config.rounds + 1):
+                    for phase in config.phases:
+                        scenario = RoundPhase(phase, round_number, table)
+                        plan = RunPlan(
+                            "rounds", writer, config.preset, sets, settings.batch_rows, cap,
+                            round=round_number, phase=phase,
+                        )  # fmt: skip
+                        events.run_started(plan)
+                        _, work = store.new_work_folder(f"rounds-{writer}-r{round_number}-{phase}")
+                        record = runner.run_on(plan, scenario, home, work)
+                        if record.status == "ok":  # else the table must be as it was
+                            table = scenario.after()
+                        records.append(record)
+                        events.run_finished(plan, record)
+            finally:
+                runner.release(home)
+    return records
+
+
+def load_rounds_config(path: Path | None) -> RoundsConfig:
+    return read_table(path, "rounds", RoundsConfig)

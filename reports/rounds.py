@@ -1,0 +1,131 @@
+"""The rounds workload's results: per writer and phase, each metric over the rounds and its
+degradation rate (LST-Bench: the mean of (M[i] - M[i-1]) / M[i-1] over consecutive rounds), as a
+table (the plot: reports/plots.py rounds_figure)."""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from rich.table import Table
+
+from harness.model import Metric, RunRecord, metric
+from reports.summary import metric_text
+
+# What is followed over the rounds: the write's latency and memory, what it leaves in the table.
+ROUND_METRICS = ("write_s", "peak_rss_bytes", "data_files", "snapshots_added", "metadata_bytes")
+# Those whose degradation rate the table shows (the others: first and last value).
+RATED = ("write_s", "peak_rss_bytes", "metadata_bytes")
+
+
+def degradation_rate(values: Sequence[float | None]) -> float | None:
+    """LST-Bench's degradation rate: the mean relative change from one round to the next, over the
+    pairs of consecutive rounds that both have a positive value; None when there is no such pair."""
+    changes = [
+        (later - earlier) / earlier
+        for earlier, later in itertools.pairwise(values)
+        if earlier and later is not None and earlier > 0
+    ]
+    return sum(changes) / len(changes) if changes else None
+
+
+@dataclass(frozen=True)
+class PhaseSeries:
+    """One writer's phase over the rounds: its record per round, in order."""
+
+    writer: str
+    phase: str
+    records: list[RunRecord]
+
+    def values(self, name: str) -> list[float | None]:
+        """The metric per round; None where the phase did not succeed (its figures are no write's)."""
+        return [getattr(r, name) if r.status == "ok" else None for r in self.records]
+
+    def rate(self, name: str) -> float | None:
+        return degradation_rate(self.values(name))
+
+    @property
+    def first_failure(self) -> str:
+        """The first round whose phase did not pass, with why; "-" when every one passed."""
+        for record in self.records:
+            if record.status == "unsupported":
+                return f"unsupported: {record.error}"
+            if record.verdict is None or not record.verdict.passed:
+                failed = record.verdict.failed if record.verdict else []
+                reason = (failed[0].reason or "") if failed else (record.error or "")
+                names = ", ".join(check.name for check in failed[:3]) or record.status
+                return f"round {record.round}: {names}" + (f": {_short(reason)}" if reason else "")
+        return "-"
+
+    @property
+    def passed(self) -> int:
+        return sum(bool(r.verdict and r.verdict.passed) for r in self.records)
+
+
+def _short(text: str, width: int = 80) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def phase_series(records: Iterable[RunRecord]) -> list[PhaseSeries]:
+    """The rounds' records by writer and phase, in the order they first ran."""
+    grouped: dict[tuple[str, str], list[RunRecord]] = defaultdict(list)
+    for record in records:
+        if record.round is not None and record.phase is not None:
+            grouped[(record.writer, record.phase)].append(record)
+    return [
+        PhaseSeries(writer, phase, sorted(found, key=lambda r: r.round or 0))
+        for (writer, phase), found in grouped.items()
+    ]
+
+
+def _rate_text(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate:+.1%}"
+
+
+def _span_text(found: Metric, values: list[float | None]) -> str:
+    shown = [v for v in values if v is not None]
+    if not shown:
+        return "-"
+    return f"{metric_text(found, shown[0])} → {metric_text(found, shown[-1])}"
+
+
+def followed_metrics() -> list[Metric]:
+    return [found for found in (metric(name) for name in ROUND_METRICS) if found is not None]
+
+
+def rounds_rows(records: Iterable[RunRecord]) -> tuple[list[str], list[list[str]], set[int]]:
+    """Headers, cells and numeric columns: per writer and phase, passes, each followed metric from
+    the first round to the last, the degradation rates, and the first failure."""
+    followed = followed_metrics()
+    headers = ["writer", "phase", "passed"]
+    for found in followed:
+        headers.append(found.label)  # first round → last
+        if found.name in RATED:
+            headers.append("Δ/round")  # the degradation rate of the column before
+    headers.append("first failure")
+    rows = []
+    for series in phase_series(records):
+        row = [series.writer, series.phase, f"{series.passed}/{len(series.records)}"]
+        for found in followed:
+            row.append(_span_text(found, series.values(found.name)))
+            if found.name in RATED:
+                row.append(_rate_text(series.rate(found.name)))
+        row.append(series.first_failure)
+        rows.append(row)
+    return headers, rows, set(range(2, len(headers) - 1))
+
+
+def rounds_tables(records: Sequence[RunRecord]) -> list[Table]:
+    """The rounds table for the terminal; none when no record is a round's."""
+    headers, rows, numeric = rounds_rows(records)
+    if not rows:
+        return []
+    title = "rounds: each metric from the first round to the last; Δ/round: its degradation rate"
+    table = Table(title=title, header_style="bold")
+    for index, header in enumerate(headers):
+        table.add_column(header, justify="right" if index in numeric else "left", no_wrap=index < 2)
+    for row in rows:
+        table.add_row(*row)
+    return [table]

@@ -23,7 +23,7 @@ GATE_RESULTS  := results/gate
 
 REST_JAR := compose/rest-catalog/build/rest-catalog.jar
 
-.PHONY: bench test lint install rest-catalog clean docker-engine images up down gate gate-baseline perf
+.PHONY: bench rounds test lint install rest-catalog clean docker-engine images up down gate gate-baseline perf
 
 $(STAMP): pyproject.toml requirements.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "icebench needs Python 3.11+")'
@@ -48,6 +48,15 @@ bench: $(STAMP)
 	$(BIN)/icebench matrix --preset $(PRESET) --memory $(MEMORY) --report $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
 		$(if $(WRITERS),--writers $(WRITERS)) $(if $(SCENARIOS),--scenarios $(SCENARIOS)) \
 		$(if $(SCALE),--scale $(SCALE))
+
+# Longevity: ROUNDS rounds of PHASES (append,upsert,replace) by each writer on a table of its own,
+# judged after every phase, with each metric's degradation rate over the rounds.
+# make rounds PRESET=small MEMORY=2g ROUNDS=5 WRITERS=pyiceberg-add-files,pyiceberg-fast-append-naive
+ROUNDS ?=
+PHASES ?=
+rounds: $(STAMP)
+	$(BIN)/icebench rounds --preset $(PRESET) --memory $(MEMORY) --report $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
+		$(if $(ROUNDS),--rounds $(ROUNDS)) $(if $(PHASES),--phases $(PHASES)) $(if $(WRITERS),--writers $(WRITERS))
 
 # Fails (exit 1, with the table of what regressed) when the tiny bench regressed against the
 # baseline committed in the repo.

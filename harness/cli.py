@@ -151,10 +151,11 @@ def _verdict_word(record: RunRecord) -> str:
 
 
 def _print_results(records: list[RunRecord], title: str) -> None:
-    """The summary table, then the growth fit of each scale axis with its points."""
+    """The summary table, the growth fit of each scale axis with its points, the rounds table."""
     console.print(*summary_tables(records, title=title))
     for fit in fits(records):
         console.print(fit_table(fit))
+    console.print(*rounds_tables(records))
 
 
 def _comma_ints(text: str) -> list[int]:
@@ -622,7 +623,7 @@ def cmd_rounds(args: argparse.Namespace) -> None:
     )
     with _session(settings) as (store, stack):
         records = run_rounds(settings, config, store, stack, RichEvents())
-    console.print(*summary_tables(records, title=f"icebench rounds {store.run_id}"), *rounds_tables(records))
+    _print_results(records, title=f"icebench rounds {store.run_id}")
     console.print(f"results: {store.runs_path}")
     if args.report:
         _print_report(write_report(store.folder))

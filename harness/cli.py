@@ -155,7 +155,8 @@ def _print_results(records: list[RunRecord], title: str) -> None:
     console.print(*summary_tables(records, title=title))
     for fit in fits(records):
         console.print(fit_table(fit))
-    console.print(*rounds_tables(records))
+    if tables := rounds_tables(records):
+        console.print(*tables)
 
 
 def _comma_ints(text: str) -> list[int]:

@@ -130,6 +130,25 @@ class Writer:
         return found
 
 
+@contextmanager
+def snapshot_split(table: Table, timer: StepTimer) -> Iterator[None]:
+    """Times one call of an engine that writes and commits on its own as a step (until the first
+    snapshot it added was stamped) plus a commit (the rest). Iceberg stamps a snapshot once its data
+    files are written and before the catalog swap; a replace's first snapshot is its delete.
+
+    Both clocks are this machine's: the engine commits from this process.
+    """
+    before = {snapshot.snapshot_id for snapshot in table.metadata.snapshots}
+    started = time.time()
+    yield
+    finished = time.time()
+    added = [s.timestamp_ms for s in table.refresh().metadata.snapshots if s.snapshot_id not in before]
+    stamped = min(added) / 1000 if added else finished
+    stamped = min(max(stamped, started), finished)  # millisecond stamps may fall just outside
+    timer.steps.append(stamped - started)
+    timer.commits.append(finished - stamped)
+
+
 def as_table(batch: pa.RecordBatch) -> pa.Table:
     return pa.Table.from_batches([batch])
 

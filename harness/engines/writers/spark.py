@@ -13,17 +13,13 @@ pyspark is imported only here, inside methods: the other writers never need it.
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
-
-from pyiceberg.table import Table
 
 from generators.source import ParquetSource
 from harness.base.errors import SourceError
 from harness.engines.spark import SPARK_CATALOG, SparkOptions, quoted, spark_session, spark_supports
-from harness.engines.writers.base import StepTimer, WriteJob, Writer
+from harness.engines.writers.base import StepTimer, WriteJob, Writer, snapshot_split
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -131,22 +127,6 @@ def _merge(spark: SparkSession, job: WriteJob, source: DataFrame, target: str) -
         f"MERGE INTO {target} t USING icebench_source s ON {on} "
         "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
     )
-
-
-@contextmanager
-def snapshot_split(table: Table, timer: StepTimer) -> Iterator[None]:
-    """Times one Spark action as a step (until the new snapshot's timestamp) plus a commit (after it).
-
-    Both clocks are this machine's: the driver, which commits, runs in this process's JVM.
-    """
-    started = time.time()
-    yield
-    finished = time.time()
-    snapshot = table.refresh().current_snapshot()
-    stamped = snapshot.timestamp_ms / 1000 if snapshot else finished
-    stamped = min(max(stamped, started), finished)  # millisecond stamps may fall just outside
-    timer.steps.append(stamped - started)
-    timer.commits.append(finished - stamped)
 
 
 JAVA_EXCEPTION = re.compile(r"^: (?:[a-z]\w*\.)+([A-Z]\w*(?:Exception|Error)): (.*)$")

@@ -23,12 +23,9 @@ from scenarios import get_scenario
 from scenarios.base import register_set
 
 SCENARIO = "concurrent-writers"
-# Both workers append: writers that only upsert have no part in this race.
-PYICEBERG_WRITERS = [
-    n
-    for n, w in writers().items()
-    if w.__module__.startswith("harness.engines.writers.pyiceberg_") and w.supports(Operation.APPEND)
-]
+# Both workers append: writers that only upsert have no part in this race. Every writer whose
+# commits pyiceberg makes (and retries), its own calls or an engine's (polars, daft, dlt) underneath.
+PYICEBERG_WRITERS = [n for n, w in writers().items() if w.pyiceberg_commits and w.supports(Operation.APPEND)]
 NO_RETRIES = "0.9.1"  # pyiceberg retries commit conflicts from 0.12.0 on
 
 

@@ -69,8 +69,13 @@ def test_services_listen_on_loopback_only_stop_afterwards_and_never_leak_secrets
         ]
         assert listening and all(is_loopback(address.ip) for address in listening), listening
         runner = Runner(settings, store, stack)
-        # dlt as well: its S3 filesystem destination must take the keys from the environment too.
-        for scenario, writer in (("append", "pyiceberg-add-files"), ("upsert", "dlt")):
+        # dlt and polars as well: dlt's S3 filesystem destination and polars' object store (given
+        # the table's S3 properties) must take the keys from the environment too.
+        for scenario, writer in (
+            ("append", "pyiceberg-add-files"),
+            ("upsert", "dlt"),
+            ("replace", "polars-sink"),
+        ):
             record = runner.run(RunPlan(scenario, writer, "tiny", tiny_sets, 5_000, cap_bytes=1 << 30))
             assert record.verdict.passed, (writer, record.error)
         # Released runs leave nothing: not their tables, not what dlt kept beside them.

@@ -76,7 +76,7 @@ from scenarios.base import DataSets
 from scenarios.rounds import PHASES
 
 # Writer libraries whose versions a run can vary (--pyiceberg 0.9.1,0.12.0).
-VERSIONED_LIBRARIES = ("pyiceberg", "dlt")
+VERSIONED_LIBRARIES = ("pyiceberg", "dlt", "polars", "daft")
 
 # Wide enough for the summary table when output goes to a file or CI log.
 console = Console(width=None if sys.stdout.isatty() else 200)

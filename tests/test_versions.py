@@ -1,5 +1,6 @@
-"""Library version variants (--pyiceberg 0.9.1,0.12.0): each version in its own cached environment
-layered over the main one, its runs labelled, side by side in results, baselines and reports."""
+"""Library version variants (--pyiceberg 0.9.1,0.12.0; --dlt, --polars, --daft alike): each version
+in its own cached environment layered over the main one, its runs labelled, side by side in
+results, baselines and reports."""
 
 import pytest
 
@@ -17,6 +18,7 @@ OLD = "0.9.1"
 # pyiceberg 0.9.1 collects decimal(p <= 18) statistics as INT64 only, so it cannot append Arrow
 # decimals that pyarrow stores as FIXED_LEN_BYTE_ARRAY; 0.12 can.
 OLD_DECIMAL_ERROR = "Unexpected physical type FIXED_LEN_BYTE_ARRAY for decimal(10, 3), expected INT64"
+OLD_POLARS = "2.0.0"  # the release before the main environment's 2.1.0; it has sink_iceberg too
 
 pytestmark = pytest.mark.usefixtures("cli_settings")
 
@@ -101,3 +103,15 @@ def test_a_writer_environment_is_refused_with_variants_and_containers(settings, 
     variant = Runner(settings, store, EmbeddedStack(settings), Variant("pyiceberg", OLD))
     assert "not a variant's" in variant._environment_refusal(own_environment_writer)
     assert variant._environment_refusal(PyicebergTable) is None
+
+
+def test_any_writer_library_has_variants(settings, tiny_sets):
+    """Not only pyiceberg: --polars runs the polars sink with that polars (2.0.0 has sink_iceberg too)."""
+    code = main(
+        ["run", "--scenario", "replace", "--writer", "polars-sink", "--preset", "tiny",
+         "--memory", "1g", "--polars", OLD_POLARS]
+    )  # fmt: skip
+    assert code == 0
+    (record,) = read_runs(newest_results_folder(settings.results_dir))
+    assert (record.variant, record.versions["polars"]) == (f"polars {OLD_POLARS}", OLD_POLARS)
+    assert record.status == "ok" and record.verdict.passed

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue
@@ -147,6 +147,23 @@ def snapshot_split(table: Table, timer: StepTimer) -> Iterator[None]:
     stamped = min(max(stamped, started), finished)  # millisecond stamps may fall just outside
     timer.steps.append(stamped - started)
     timer.commits.append(finished - stamped)
+
+
+WriteMode = Literal["append", "overwrite"]
+
+
+class ModeWriter(Writer):
+    """An engine whose one write call takes a mode (polars, daft): append is "append", replace
+    "overwrite" (delete every row, then append, in one transaction)."""
+
+    def append(self, job: WriteJob, timer: StepTimer) -> None:
+        self.write_mode(job, timer, "append")
+
+    def replace(self, job: WriteJob, timer: StepTimer) -> None:
+        self.write_mode(job, timer, "overwrite")
+
+    def write_mode(self, job: WriteJob, timer: StepTimer, mode: WriteMode) -> None:
+        raise NotImplementedError
 
 
 def as_table(batch: pa.RecordBatch) -> pa.Table:

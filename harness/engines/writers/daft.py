@@ -10,32 +10,23 @@ daft is imported only here, inside functions.
 
 from __future__ import annotations
 
-from typing import Literal
-
-from harness.engines.writers.base import StepTimer, WriteJob, Writer, snapshot_split
+from harness.engines.writers.base import ModeWriter, StepTimer, WriteJob, WriteMode, snapshot_split
 from harness.engines.writers.source_scan import scanned
 
 
-class DaftWriter(Writer):
+class DaftWriter(ModeWriter):
     name = "daft"
     description = "daft read_parquet + DataFrame.write_iceberg (append; replace: mode=overwrite), one commit"
     single_commit = True  # one transaction (replace: its delete and append together)
     libraries = ("daft", "pyiceberg", "pyarrow")
     consumes_batches = False  # daft reads the files itself: its steps are the write and the commit
 
-    def append(self, job: WriteJob, timer: StepTimer) -> None:
-        _write(job, timer, "append")
+    def write_mode(self, job: WriteJob, timer: StepTimer, mode: WriteMode) -> None:
+        """The whole write as one daft call: a step until its snapshot was stamped, then the commit."""
+        import daft
 
-    def replace(self, job: WriteJob, timer: StepTimer) -> None:
-        _write(job, timer, "overwrite")
-
-
-def _write(job: WriteJob, timer: StepTimer, mode: Literal["append", "overwrite"]) -> None:
-    """The whole write as one daft call: a step until its snapshot was stamped, then the commit."""
-    import daft
-
-    frame = daft.read_parquet([str(path) for path in job.source.paths])
-    if job.source.limit_rows is not None:
-        frame = frame.limit(job.source.limit_rows)
-    with scanned(job.source), snapshot_split(job.table, timer):
-        frame.write_iceberg(job.table, mode=mode)
+        frame = daft.read_parquet([str(path) for path in job.source.paths])
+        if job.source.limit_rows is not None:
+            frame = frame.limit(job.source.limit_rows)
+        with scanned(job.source), snapshot_split(job.table, timer):
+            frame.write_iceberg(job.table, mode=mode)

@@ -12,9 +12,9 @@ inside functions.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from harness.engines.writers.base import StepTimer, WriteJob, Writer, snapshot_split
+from harness.engines.writers.base import ModeWriter, StepTimer, WriteJob, WriteMode, snapshot_split
 from harness.engines.writers.source_scan import scanned
 
 if TYPE_CHECKING:
@@ -25,51 +25,36 @@ if TYPE_CHECKING:
 # FileIO properties polars' object store understands (the rest, e.g. a REST catalog's `uri`, it
 # would pass through as unknown options).
 STORAGE_PREFIXES = ("s3.", "client.", "gcs.", "adls.")
-Mode = Literal["append", "overwrite"]
 
 
-class PolarsSink(Writer):
+class PolarsSink(ModeWriter):
     name = "polars-sink"
     description = "polars scan_parquet + LazyFrame.sink_iceberg (streams; replace: mode=overwrite)"
     single_commit = True  # one transaction: its files as one fast append (replace: delete + append)
     libraries = ("polars", "pyiceberg", "pyarrow")
     consumes_batches = False  # polars scans the files itself: its steps are the write and the commit
 
-    def append(self, job: WriteJob, timer: StepTimer) -> None:
-        _sink(job, timer, "append")
+    def write_mode(self, job: WriteJob, timer: StepTimer, mode: WriteMode) -> None:
+        """The scan streamed into the table: a step until the commit's snapshot, then the commit."""
+        frame = _scan(job.source)
+        with scanned(job.source), snapshot_split(job.table, timer):
+            frame.sink_iceberg(job.table, mode=mode, storage_options=storage_options(job))
 
-    def replace(self, job: WriteJob, timer: StepTimer) -> None:
-        _sink(job, timer, "overwrite")
 
-
-class PolarsWrite(Writer):
+class PolarsWrite(ModeWriter):
     name = "polars-write"
     description = "polars read of the whole source + DataFrame.write_iceberg (table.append / overwrite)"
     single_commit = True
     libraries = ("polars", "pyiceberg", "pyarrow")
     consumes_batches = False  # polars reads the files itself: its steps are the read and the write
 
-    def append(self, job: WriteJob, timer: StepTimer) -> None:
-        _write(job, timer, "append")
-
-    def replace(self, job: WriteJob, timer: StepTimer) -> None:
-        _write(job, timer, "overwrite")
-
-
-def _sink(job: WriteJob, timer: StepTimer, mode: Mode) -> None:
-    """The scan streamed into the table: a step until the commit's snapshot, then the commit."""
-    frame = _scan(job.source)
-    with scanned(job.source), snapshot_split(job.table, timer):
-        frame.sink_iceberg(job.table, mode=mode, storage_options=storage_options(job))
-
-
-def _write(job: WriteJob, timer: StepTimer, mode: Mode) -> None:
-    """The whole source as one DataFrame (a step), then write_iceberg (the commit: pyiceberg
-    writes the data files inside the call)."""
-    with scanned(job.source), timer.step():
-        frame = _scan(job.source).collect()
-    with timer.commit():
-        frame.write_iceberg(job.table, mode=mode)
+    def write_mode(self, job: WriteJob, timer: StepTimer, mode: WriteMode) -> None:
+        """The whole source as one DataFrame (a step), then write_iceberg (the commit: pyiceberg
+        writes the data files inside the call)."""
+        with scanned(job.source), timer.step():
+            frame = _scan(job.source).collect()
+        with timer.commit():
+            frame.write_iceberg(job.table, mode=mode)
 
 
 def _scan(source: ParquetSource) -> pl.LazyFrame:

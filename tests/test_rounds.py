@@ -20,10 +20,15 @@ ROUNDS = 2
 
 @pytest.fixture(scope="module")
 def rounds_records(settings):
-    """Two rounds of append, upsert, replace by a correct writer, the trap and an upserting one."""
+    """Two rounds of append, upsert, replace by correct writers, the trap and an upserting one."""
     config = RoundsConfig(
         preset="tiny",
-        writers=["pyiceberg-add-files", "pyiceberg-fast-append-naive", "pyiceberg-txn-batches"],
+        writers=[
+            "pyiceberg-add-files",
+            "pyiceberg-fast-append-naive",
+            "pyiceberg-txn-batches",
+            "polars-sink",
+        ],
         rounds=ROUNDS,
     )
     store = ResultsStore(settings.results_dir)
@@ -38,16 +43,17 @@ def failed_names(record):
     return {check.name for check in record.verdict.failed}
 
 
-def test_every_phase_is_a_run_judged_on_the_writers_own_table(rounds_records):
+@pytest.mark.parametrize("writer", ["pyiceberg-add-files", "polars-sink"])
+def test_every_phase_is_a_run_judged_on_the_writers_own_table(rounds_records, writer):
     _, records = rounds_records
-    assert len(records) == 3 * ROUNDS * 3
-    runs = by_phase(records, "pyiceberg-add-files")
+    assert len(records) == 4 * ROUNDS * 3
+    runs = by_phase(records, writer)
     for round_number in range(1, ROUNDS + 1):
         for phase in ("append", "replace"):
             record = runs[(round_number, phase)]
             assert record.status == "ok" and record.verdict.passed, record.verdict.failed
             assert record.scenario == "rounds" and record.peak_rss_bytes and record.write_s
-        # add-files has no upsert: recorded, and the table stays as it was for the next phase
+        # neither has an upsert: recorded, and the table stays as it was for the next phase
         assert runs[(round_number, "upsert")].status == "unsupported"
     # The table grows within a round and restarts at each replace: round 2's append adds to
     # round 1's replacing set, so the table holds two sets' files.

@@ -150,3 +150,12 @@ def test_spark_judges_the_upsert_and_catches_a_misapplied_delete(
     checks = {check.name: check for check in verdict.checks}
     assert verdict.judged_by == "spark" and checks["row_count"].passed
     assert not verdict.passed and [c.name for c in verdict.failed] == ["content_checksum"]
+
+
+def test_on_s3_and_rest_the_forks_reader_judges_it(services_runner, tiny_sets):
+    """Spark cannot read the local-services stack here; the fork's reader can, as any pyiceberg."""
+    judged = services_runner.settings.model_copy(update={"verify_with": FORK})
+    record = upsert(Runner(judged, services_runner.store, services_runner.stack), tiny_sets)
+    failed = [f"{c.name}: {c.reason}" for c in record.verdict.failed]
+    assert record.stack == "local-services" and record.status == "ok", (record.error, failed)
+    assert record.verdict.passed and record.verdict.judged_by == FORK, failed

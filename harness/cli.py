@@ -204,7 +204,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--verify-with",
         choices=verifier_names(),
-        help="pyiceberg: the oracle's own read alone (default); a verifier: reads too, must agree",
+        help="pyiceberg: the oracle's own read alone (default); a verifier: reads too, must agree "
+        "(on tables with equality deletes, which pyiceberg cannot read, its read is the one judged)",
     )
     parser.add_argument(
         "--spark-master",

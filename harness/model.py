@@ -52,9 +52,16 @@ class Check(BaseModel):
     upstream: str | None = None  # the upstream issue a known failure is, e.g. apache/iceberg-python#2467
 
 
+# The engine the oracle reads every table with (harness/judge/readback.py).
+ORACLE_READER = "pyiceberg"
+
+
 class Verdict(BaseModel):
     passed: bool
     checks: list[Check]
+    # The reader whose rows and checksum the content checks judged: the oracle's pyiceberg, or an
+    # engine of --verify-with where pyiceberg cannot read the rows (equality deletes); None: none could.
+    judged_by: str | None = ORACLE_READER
 
     @property
     def failed(self) -> list[Check]:

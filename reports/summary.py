@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.base.caps import format_size
-from harness.model import Metric, RunRecord, metrics
+from harness.model import ORACLE_READER, Metric, RunRecord, metrics
 from reports.fits import Fit, point_batches
 
 STATUS_STYLE = {"ok": "green", "oom": "bold red", "error": "red", "unsupported": "dim"}
@@ -19,12 +19,15 @@ def verdict_text(record: RunRecord, markup: bool = True) -> str:
     if record.verdict is None:
         return "-"
     passed, failed_word = ("[green]pass[/]", "[red]FAIL[/]") if markup else ("pass", "FAIL")
+    # Named when another engine's read was judged (the table held what pyiceberg cannot read).
+    judged = record.verdict.judged_by
+    by = f" (judged by {judged})" if judged and judged != ORACLE_READER else ""
     if record.verdict.passed:
-        return passed
+        return passed + by
     failed = record.verdict.failed
     names = ", ".join(c.name + (f" ({c.upstream})" if c.upstream else "") for c in failed[:3])
     more = f" +{len(failed) - 3}" if len(failed) > 3 else ""
-    return f"{failed_word} {names}{more}"
+    return f"{failed_word} {names}{more}{by}"
 
 
 def number_text(value: float | None, digits: int = 2) -> str:

@@ -88,6 +88,11 @@ def _expected_outcome(scenario: str, writer: str, stack: str = "embedded") -> tu
         return "error", False  # the trap's duplicated file entries were committed before the kill
     if kill_point:  # killed as the scenario asked; the table must still be right
         return "error", True
+    if writer == "pyiceberg-equality-delete":  # its upserts (both; #2467 spares them) leave equality
+        # deletes, which the oracle's pyiceberg cannot apply: without --verify-with spark (embedded) or
+        # sidequery-pyiceberg the verdict is that failed check, never a pass (tests/test_equality_delete.py
+        # judges it with both)
+        return "ok", False
     if scenario == "schema-evolution-upsert" and writer not in UPSERT_BY_ADD_FILES:  # iceberg-python#2467
         return "error", False
     if writer == "pyiceberg-fast-append-naive":  # the trap: one file name for every batch

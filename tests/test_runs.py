@@ -31,7 +31,10 @@ def test_writer_scenario_verdict(runner, tiny_sets, scenario, writer, expected_o
     assert record.verdict.passed is passed, failed
     assert record.isolation in ("cgroup", "rlimit")
     assert record.peak_memory_bytes and record.peak_rss_bytes
-    assert record.versions["pyiceberg"] == "0.12.0"
+    # A writer with an environment of its own records its own libraries (a fork, not pyiceberg).
+    assert all(record.versions[library] != "missing" for library in writers()[writer].libraries)
+    if "pyiceberg" in writers()[writer].libraries:
+        assert record.versions["pyiceberg"] == "0.12.0"
     if status == "ok":
         if writers()[writer].consumes_batches:  # dlt's steps are its stages
             assert record.batches == -(-record.rows // runner.settings.batch_rows)

@@ -78,7 +78,9 @@ class Settings(BaseSettings):
         {}, description="options per engine, e.g. {spark = {master = ...}} ([engines.<engine>] tables)"
     )
     verify_with: str = Field(
-        "pyiceberg", description="pyiceberg (the oracle's own read), or a verifier that must agree with it"
+        "pyiceberg",
+        description="pyiceberg (the oracle's own read), or a verifier that must agree with it "
+        "(the one judged where pyiceberg cannot read the rows: equality deletes)",
     )
     profile: Literal["memray"] | None = Field(
         None, description="record the worker's allocations (memray, native frames) and a flame graph"

@@ -4,6 +4,10 @@ data file at a time; never the writer's code path) and judges it.
 On request (`--verify-with NAME`, a harness/engines/verifiers plug-in such as spark) another engine reads
 it as well, and must agree with pyiceberg.
 
+A table holding equality deletes is beyond pyiceberg 0.12: its rows and checksum are then judged
+as that engine reads them, if it can apply equality deletes (the verdict's `judged_by` names it);
+else the verdict fails, saying how to get one. The structure checks hold either way.
+
 Content is compared with what the source manifests promise (rows, key set, order-independent
 checksum of all columns) and the schema with the source's plus the scenario's evolutions;
 structure with what the table's own metadata claims: manifest statistics, snapshot summaries,
@@ -30,11 +34,13 @@ from pyiceberg.table.snapshots import Snapshot
 from generators.checksum import Checksum
 from generators.schema import KEY_COLUMN
 from harness.base.known_issues import match_known_issue
-from harness.engines.verifiers import Verifier, VerifierFailed
+from harness.engines.verifiers import PRIMARY, Verifier, VerifierFailed, verifiers
 from harness.judge.readback import FileFacts, TableContent, read_content
 from harness.model import Check, EngineOptions, Expectation, KeyRanges, Verdict
 
 OPERATION_COMPLETED = "operation_completed"
+# pyiceberg's own refusal of equality deletes links this issue.
+EQUALITY_DELETES_UPSTREAM = "apache/iceberg#6568"
 
 
 @dataclass
@@ -196,18 +202,63 @@ def judge(
     metrics = table_metrics(before, after, content)
     orphans = orphan_files(table)
     metrics.update(orphan_files=len(orphans), orphan_bytes=sum(orphans.values()))
-    checks = _content_checks(content, expected) + _file_checks(table, content)
+    options = verifier_options or (verifier.options() if verifier else EngineOptions())
+    checks, judged_by = _visible_content_checks(table, content, expected, verifier, options)
+    checks += _file_checks(table, content)
     if expected_schema is not None:
         checks.append(schema_check(table, expected_schema))
     checks.append(manifest_stats_check(content))
     checks.append(snapshot_summary_check(table, before, after, content))
-    if verifier is not None:
-        checks.append(_verifier_agrees(table, content, verifier, verifier_options or verifier.options()))
     evidence = Evidence(table, before, after, content, orphans, metrics, error, single_commit)
     outcome = (outcome_checks or operation_checks)(evidence)
     # A failed operation leads the list: it is what the other failures follow from.
     leading = [check for check in outcome if check.name == OPERATION_COMPLETED]
-    return verdict_of(leading + checks + [c for c in outcome if c.name != OPERATION_COMPLETED]), metrics
+    ordered = leading + checks + [c for c in outcome if c.name != OPERATION_COMPLETED]
+    return verdict_of(ordered, judged_by), metrics
+
+
+def _visible_content_checks(
+    table: Table,
+    content: TableContent,
+    expected: Expectation,
+    verifier: Verifier | None,
+    options: EngineOptions,
+) -> tuple[list[Check], str | None]:
+    """The content checks and the reader whose rows they judged (None: no reader could)."""
+    if not content.equality_delete_files:
+        checks = _content_checks(content, expected)
+        if verifier is not None:
+            checks.append(_verifier_agrees(table, content, verifier, options))
+        return checks, PRIMARY
+    if verifier is None or not verifier.reads_equality_deletes:
+        return [equality_deletes_unread(content.equality_delete_files, verifier)], None
+    try:
+        theirs = verifier.read(_catalog_properties(table), ".".join(table.name()), options)
+    except VerifierFailed as exc:
+        return [failed_check("table_readable", f"{verifier.name}: {exc}")], verifier.name
+    # Its rows and checksum stand for the table's; a checksum over every column of every row,
+    # with the row count, also settles what the key checks would (a wrong, missing or doubled key
+    # changes it).
+    return [
+        _equal("row_count", expected.rows, theirs.rows),
+        _equal("content_checksum", expected.checksum, theirs.hex),
+    ], verifier.name
+
+
+def equality_deletes_unread(files: int, verifier: Verifier | None) -> Check:
+    """The failed check of a table whose visible rows no reader at hand can tell."""
+    capable = [name for name, reader in verifiers().items() if reader.reads_equality_deletes]
+    also = f"; --verify-with {verifier.name} cannot apply them either" if verifier is not None else ""
+    return Check(
+        name="equality_deletes_applied",
+        passed=False,
+        expected="a reader that applies equality deletes",
+        actual={"equality_delete_files": files, "readers": [PRIMARY, *([verifier.name] if verifier else [])]},
+        reason=f"the table holds {files} equality-delete files, which the oracle's pyiceberg cannot "
+        f"apply (its planning refuses them), so its rows are not judged{also}: for a verdict run with "
+        + " or ".join(f"--verify-with {name}" for name in capable),
+        upstream=EQUALITY_DELETES_UPSTREAM,
+    )
 
 
 def operation_checks(evidence: Evidence) -> list[Check]:
@@ -250,8 +301,8 @@ def operation_checks(evidence: Evidence) -> list[Check]:
     return checks
 
 
-def verdict_of(checks: list[Check]) -> Verdict:
-    return Verdict(passed=all(c.passed for c in checks), checks=checks)
+def verdict_of(checks: list[Check], judged_by: str | None = PRIMARY) -> Verdict:
+    return Verdict(passed=all(c.passed for c in checks), checks=checks, judged_by=judged_by)
 
 
 def schema_check(table: Table, expected: pa.Schema) -> Check:
@@ -398,7 +449,7 @@ def first_few(problems: list[str], shown: int = 3) -> str | None:
 def unreadable_verdict(error: str | None, problem: str) -> Verdict:
     """The table could not even be loaded or scanned afterwards: that is a verdict, not a crash."""
     checks = [_operation_failed(error)] if error else []
-    return Verdict(passed=False, checks=[*checks, failed_check("table_readable", problem)])
+    return Verdict(passed=False, checks=[*checks, failed_check("table_readable", problem)], judged_by=None)
 
 
 def _operation_failed(error: str) -> Check:
@@ -454,13 +505,16 @@ def _content_checks(content: TableContent, expected: Expectation) -> list[Check]
 def _verifier_agrees(
     table: Table, content: TableContent, verifier: Verifier, options: EngineOptions
 ) -> Check:
-    properties = {key: str(value) for key, value in table.catalog.properties.items()}
     ours = Checksum.from_hex(content.checksum, content.rows)
     try:
-        theirs = verifier.read(properties, ".".join(table.name()), options)
+        theirs = verifier.read(_catalog_properties(table), ".".join(table.name()), options)
     except VerifierFailed as exc:
         return failed_check("engines_agree", f"pyiceberg read {ours.rows} rows, but {exc}")
     return engines_agree("pyiceberg", ours, verifier.name, theirs)
+
+
+def _catalog_properties(table: Table) -> dict[str, str]:
+    return {key: str(value) for key, value in table.catalog.properties.items()}
 
 
 def engines_agree(engine: str, read: Checksum, other_engine: str, other_read: Checksum) -> Check:

@@ -10,6 +10,11 @@ whatever the size of the table.
 
 While reading, each file's own facts are kept (rows before deletes, key bounds), so the
 oracle can hold the manifests' statistics against the file contents at no extra read.
+
+Equality deletes are beyond pyiceberg 0.12 (its planning refuses them). A table that holds any is
+still read, file by file with its position deletes, but without them: its file facts hold, its
+rows are those of the files, and `equality_delete_files` says how many deletes were not applied,
+so the oracle takes the visible rows from a reader that can apply them.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from pyiceberg.io.pyarrow import (
     _to_requested_schema,
     pyarrow_to_schema,
 )
-from pyiceberg.manifest import DataFile
+from pyiceberg.manifest import DataFile, DataFileContent, ManifestEntry
 from pyiceberg.schema import prune_columns
 from pyiceberg.table import FileScanTask, Table
 from pyiceberg.types import PrimitiveType
@@ -69,6 +74,9 @@ class TableContent:
     null_keys: int
     files: list[FileFacts] = field(default_factory=list)
     manifests: int = 0
+    # Live equality-delete files of the snapshot, not applied: rows, checksum and keys are the
+    # files' rows, not the table's, when this is not 0.
+    equality_delete_files: int = 0
 
     @property
     def data_files(self) -> list[str]:
@@ -87,8 +95,11 @@ class TableContent:
 def read_content(table: Table, batch_rows: int = READ_BATCH_ROWS) -> TableContent:
     """One pass over the current snapshot: checksum, keys and file facts, one data file at a time.
     A reader thread decodes the next batches while this one hashes (at most PREFETCH_BATCHES ahead)."""
-    tasks = list(table.scan().plan_files())
     snapshot = table.current_snapshot()
+    equality_deletes = _EqualityDeletesSetAside()
+    planner = table.scan()._manifest_planner  # plan_files() with an entry filter
+    manifests = snapshot.manifests(table.io) if snapshot else []
+    tasks = list(planner.plan_files(manifests, manifest_entry_filter=equality_deletes.keep))
     checksum = Checksum()
     keys: list[np.ndarray] = []
     null_keys = 0
@@ -117,8 +128,22 @@ def read_content(table: Table, batch_rows: int = READ_BATCH_ROWS) -> TableConten
         keys=np.concatenate(keys) if keys else np.empty(0, np.int64),
         null_keys=null_keys,
         files=files,
-        manifests=len(snapshot.manifests(table.io)) if snapshot else 0,
+        manifests=len(manifests),
+        equality_delete_files=equality_deletes.count,
     )
+
+
+@dataclass
+class _EqualityDeletesSetAside:
+    """A manifest entry filter that keeps everything but equality-delete files, and counts those."""
+
+    count: int = 0
+
+    def keep(self, entry: ManifestEntry) -> bool:
+        if entry.data_file.content == DataFileContent.EQUALITY_DELETES:
+            self.count += 1
+            return False
+        return True
 
 
 Batch = tuple[int, pa.RecordBatch, pa.RecordBatch]  # task index, batch as stored, as a reader sees it
@@ -210,7 +235,7 @@ def _read_task(
 
 class _DeleteCache:
     """Position deletes per data file, each delete file read once and dropped after its last task.
-    (Equality deletes never get here: pyiceberg's planning refuses them.)"""
+    (Equality deletes never get here: read_content sets them aside.)"""
 
     def __init__(self, table: Table, tasks: list[FileScanTask]) -> None:
         self.io = table.io

@@ -115,6 +115,8 @@ class Runner:
             raise IcebenchError(
                 f"--verify-with {settings.verify_with} cannot read {stack.name} tables: {why}"
             )
+        if self.verifier and self.verifier.environment:  # made once, before any run needs it
+            self.verifier.python = requirements_env(self.verifier.environment, self.envs_root)
 
     def run(self, plan: RunPlan) -> RunRecord:
         """One run of `plan` on a table of its own, created for it and removed afterwards."""

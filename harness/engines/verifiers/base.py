@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from pathlib import Path
 from typing import ClassVar
 
 from generators.checksum import Checksum
 from harness.base.errors import IcebenchError
-from harness.model import EngineOptions
+from harness.model import ORACLE_READER, EngineOptions
 
 # The oracle's own read (harness/judge/readback.py), done on every run: the name `--verify-with` takes
 # for "no second engine", never a plug-in's.
-PRIMARY = "pyiceberg"
+PRIMARY = ORACLE_READER
 
 
 class VerifierFailed(IcebenchError):
@@ -26,6 +27,13 @@ class Verifier(ABC):
     description: ClassVar[str]
     # Its engine's options ([engines.<engine>] of the config file); the empty model: none.
     options: ClassVar[type[EngineOptions]] = EngineOptions
+    # It applies equality deletes, which the oracle's pyiceberg cannot: on a table that holds any,
+    # its rows and checksum are the ones judged.
+    reads_equality_deletes: ClassVar[bool] = False
+    # pip requirements of an environment of its own (as Writer.environment); the runner makes it
+    # and sets `python` to its interpreter before the first read.
+    environment: ClassVar[tuple[str, ...]] = ()
+    python: Path | None = None
 
     @classmethod
     def supports_catalog(cls, catalog_properties: dict[str, str]) -> str | None:

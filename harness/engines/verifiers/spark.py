@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from generators.checksum import Checksum
+from harness.engines.child_read import ChildReadFailed
 from harness.engines.spark import SparkOptions, spark_supports
-from harness.engines.spark_read import SparkReadFailed, read_with_spark
+from harness.engines.spark_read import read_with_spark
 from harness.engines.verifiers.base import Verifier, VerifierFailed
 
 
@@ -12,6 +13,7 @@ class SparkVerifier(Verifier):
     name = "spark"
     description = "Spark with Iceberg's runtime, in a child process: row count and checksum of its scan"
     options = SparkOptions
+    reads_equality_deletes = True
 
     @classmethod
     def supports_catalog(cls, catalog_properties: dict[str, str]) -> str | None:
@@ -22,5 +24,5 @@ class SparkVerifier(Verifier):
     ) -> Checksum:
         try:
             return read_with_spark(catalog_properties, table_identifier, options.master)
-        except SparkReadFailed as exc:
+        except ChildReadFailed as exc:
             raise VerifierFailed(str(exc)) from None

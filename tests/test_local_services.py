@@ -69,8 +69,9 @@ def test_services_listen_on_loopback_only_stop_afterwards_and_never_leak_secrets
         ]
         assert listening and all(is_loopback(address.ip) for address in listening), listening
         runner = Runner(settings, store, stack)
-        # dlt as well: its S3 filesystem destination must take the keys from the environment too.
-        for scenario, writer in (("append", "pyiceberg-add-files"), ("upsert", "dlt")):
+        # dlt as well: its S3 filesystem destination must take the keys from the environment too;
+        # and DuckDB, which gets the keys and the token as secrets in its own SQL.
+        for scenario, writer in (("append", "pyiceberg-add-files"), ("upsert", "dlt"), ("upsert", "duckdb")):
             record = runner.run(RunPlan(scenario, writer, "tiny", tiny_sets, 5_000, cap_bytes=1 << 30))
             assert record.verdict.passed, (writer, record.error)
         # Released runs leave nothing: not their tables, not what dlt kept beside them.

@@ -245,14 +245,13 @@ def attach(session: DuckdbSession, properties: dict[str, str], secrets: list[str
     """S3 and catalog secrets, then ATTACH. The secrets list is filled first, so that even an error
     of the statement that carries them is scrubbed."""
     s3 = s3_secret_options(properties)
-    token = properties.get("token", "")
-    secrets.extend(
-        value for value in (s3.get("KEY_ID"), s3.get("SECRET"), s3.get("SESSION_TOKEN"), token) if value
-    )
+    catalog = catalog_secret_options(properties)
+    sensitive = ("KEY_ID", "SECRET", "SESSION_TOKEN", "TOKEN", "CLIENT_SECRET")
+    secrets.extend(value for options in (s3, catalog) for key, value in options.items() if key in sensitive)
     session.execute(f"CREATE SECRET icebench_s3 ({secret_body('s3', s3)})")
     options = {"TYPE": "iceberg", "ENDPOINT": literal(properties["uri"])}
-    if token:
-        session.execute(f"CREATE SECRET icebench_catalog ({secret_body('iceberg', {'TOKEN': token})})")
+    if catalog:
+        session.execute(f"CREATE SECRET icebench_catalog ({secret_body('iceberg', catalog)})")
         options["SECRET"] = "icebench_catalog"
     else:
         options["AUTHORIZATION_TYPE"] = literal("none")
@@ -261,6 +260,19 @@ def attach(session: DuckdbSession, properties: dict[str, str], secrets: list[str
     warehouse = literal(properties.get("warehouse", ""))
     rendered = ", ".join(f"{key} {value}" for key, value in options.items())
     session.execute(f"ATTACH {warehouse} AS {CATALOG_ALIAS} ({rendered})")
+
+
+def catalog_secret_options(properties: dict[str, str]) -> dict[str, str]:
+    """How DuckDB authenticates to the catalog, from pyiceberg's REST properties: a bearer `token`
+    (the stacks' way), else OAuth2 client credentials (`credential` = id:secret, at
+    `oauth2-server-uri`, by default the catalog's own /v1/oauth/tokens); empty: no authorization."""
+    if token := properties.get("token"):
+        return {"TOKEN": token}
+    if credential := properties.get("credential"):
+        client_id, _, client_secret = credential.rpartition(":")
+        server = properties.get("oauth2-server-uri") or f"{properties['uri'].rstrip('/')}/v1/oauth/tokens"
+        return {"CLIENT_ID": client_id, "CLIENT_SECRET": client_secret, "OAUTH2_SERVER_URI": server}
+    return {}
 
 
 def s3_secret_options(properties: dict[str, str]) -> dict[str, str]:

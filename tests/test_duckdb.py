@@ -8,6 +8,7 @@ import pytest
 from harness.engines.writers import get_writer
 from harness.engines.writers.duckdb import (
     EXTENSIONS,
+    catalog_secret_options,
     connection_config,
     extension_files,
     plain_message,
@@ -58,6 +59,17 @@ def test_s3_secret_takes_the_catalogs_properties_and_the_environments_keys(monke
     aws = {"type": "rest", "uri": "https://catalog", "s3.region": "eu-west-1", "s3.access-key-id": "AKIAOWN"}
     options = s3_secret_options(aws)  # no endpoint: AWS itself, over TLS, virtual-hosted
     assert options["KEY_ID"] == "AKIAOWN" and "ENDPOINT" not in options and "URL_STYLE" not in options
+
+
+def test_the_catalog_secret_is_the_bearer_token_or_oauth2_client_credentials():
+    rest = {"type": "rest", "uri": "https://catalog/api/"}
+    assert catalog_secret_options({**rest, "token": "t0k", "credential": "id:s3cr"}) == {"TOKEN": "t0k"}
+    assert catalog_secret_options({**rest, "credential": "id:s3cr"}) == {
+        "CLIENT_ID": "id",
+        "CLIENT_SECRET": "s3cr",
+        "OAUTH2_SERVER_URI": "https://catalog/api/v1/oauth/tokens",  # pyiceberg's default too
+    }
+    assert catalog_secret_options(rest) == {}  # ATTACH with AUTHORIZATION_TYPE 'none'
 
 
 def test_a_duckdb_error_loses_the_echoed_statement_and_every_credential():

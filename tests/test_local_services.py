@@ -95,7 +95,11 @@ def test_services_listen_on_loopback_only_stop_afterwards_and_never_leak_secrets
             assert not any(secret.encode() in text for secret in secrets), f"a credential leaked into {path}"
 
 
-def test_external_stack_reaches_an_existing_catalog_and_s3(services_runner, tiny_sets, tmp_path):
+# DuckDB too: it attaches the catalog itself, with the token and S3 keys from the same environment.
+@pytest.mark.parametrize(("scenario", "writer"), [("replace", "pyiceberg-txn-batches"), ("upsert", "duckdb")])
+def test_external_stack_reaches_an_existing_catalog_and_s3(
+    services_runner, tiny_sets, tmp_path, scenario, writer
+):
     # The local services stand in for "your" REST catalog and S3; credentials come from the
     # environment the running stack set, exactly as a user's would.
     running = services_runner.stack
@@ -105,7 +109,7 @@ def test_external_stack_reaches_an_existing_catalog_and_s3(services_runner, tiny
     store = ResultsStore(settings.results_dir)
     with started(settings, store.folder / "services") as stack:
         record = Runner(settings, store, stack).run(
-            RunPlan("replace", "pyiceberg-txn-batches", "tiny", tiny_sets, 5_000, cap_bytes=1 << 30)
+            RunPlan(scenario, writer, "tiny", tiny_sets, 5_000, cap_bytes=1 << 30)
         )
     assert record.stack == "external" and record.verdict.passed, record.verdict
     assert not list((store.folder / "services").glob("*.log"))  # nothing was started

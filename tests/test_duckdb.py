@@ -106,3 +106,12 @@ def test_replace_and_upsert_are_one_commit_with_position_deletes(
     assert {library: record.versions[library] for library in WRITER.libraries if "duckdb" in library} == {
         library: "1.5.5" for library in WRITER.libraries if "duckdb" in library
     }
+
+
+def test_a_row_limit_appends_the_first_rows_in_file_order(services_runner, tiny_sets):
+    """The scale axis feeds a prefix of the source: DuckDB's LIMIT over read_parquet keeps file order
+    (insertion order is preserved), here across the border of the set's two files."""
+    plan = RunPlan("append", "duckdb", "tiny", tiny_sets, 1_000, cap_bytes=1 << 30, limit_rows=7_000)
+    record = services_runner.run(plan)
+    assert record.status == "ok" and record.verdict.passed, [c.reason for c in record.verdict.failed]
+    assert record.rows == 7_000 and record.snapshot_summary["total-records"] == "7000"

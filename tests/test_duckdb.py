@@ -5,11 +5,13 @@ what is particular to it."""
 import duckdb
 import pytest
 
+from harness.base.errors import SourceError
 from harness.engines.writers import get_writer
 from harness.engines.writers.duckdb import (
     EXTENSIONS,
     catalog_secret_options,
     connection_config,
+    duckdb_failure,
     extension_files,
     plain_message,
     s3_secret_options,
@@ -115,3 +117,17 @@ def test_a_row_limit_appends_the_first_rows_in_file_order(services_runner, tiny_
     record = services_runner.run(plan)
     assert record.status == "ok" and record.verdict.passed, [c.reason for c in record.verdict.failed]
     assert record.rows == 7_000 and record.snapshot_summary["total-records"] == "7000"
+
+
+def test_duckdb_failures_become_the_harness_kinds(tmp_path):
+    """A source file named in DuckDB's message is bad input; running out of its memory limit is a
+    MemoryError (the worker records the `memory` kind); the rest is DuckDB's message."""
+    connection = duckdb.connect(config={"memory_limit": "20MB"})  # in memory, nowhere to spill
+    with pytest.raises(duckdb.OutOfMemoryException) as raised:
+        connection.execute("SELECT string_agg(i::VARCHAR, ',') FROM range(20000000) AS t(i)")
+    assert isinstance(duckdb_failure(str(raised.value), [], []), MemoryError)
+    source = str(tmp_path / "part-00001.parquet")
+    named = duckdb_failure(f"IO Error: No magic bytes found at end of file '{source}'", [], [source])
+    assert isinstance(named, SourceError) and str(named).startswith(f"source file {source} is unreadable")
+    other = duckdb_failure("HTTP Error: 503", [], [source])
+    assert str(other) == "DuckDB: HTTP Error: 503" and not isinstance(other, SourceError | MemoryError)

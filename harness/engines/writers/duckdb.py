@@ -1,12 +1,15 @@
 """DuckDB 1.5 with its iceberg extension, writing through the run's REST catalog.
 
 DuckDB attaches the catalog (`ATTACH ... (TYPE iceberg, ENDPOINT ...)`) and reads the source
-parquet files itself with `read_parquet`, streaming them in row groups under its own memory limit
-(a share of the worker's cap, spilling to a temporary folder beyond it). Append is one INSERT,
-replace `DELETE` (position deletes for every old row) plus `INSERT`, upsert one `MERGE INTO`
-(updates as position deletes plus new rows). Each runs inside one DuckDB transaction: the
-statements write the data and delete files (the step), `COMMIT` sends every snapshot they made in
-one `POST /v1/transactions/commit` (the commit). A failure before COMMIT commits nothing.
+parquet files itself with `read_parquet`, streaming them (no Arrow batches pass through Python).
+Its `memory_limit`, half the worker's cap, bounds its buffer pool (a MERGE's join spills to a
+temporary folder beyond it); the buffers of its parquet and S3 writers lie outside that pool.
+Append is one INSERT, replace `DELETE FROM` (position deletes for every old row: the old data
+files stay listed) plus `INSERT`, upsert one `MERGE INTO` (matched rows as position deletes plus
+their new versions, then the new keys). Each runs inside one DuckDB transaction: the statements
+write the data and delete files (the step), `COMMIT` sends every snapshot they made in one
+`POST /v1/transactions/commit` (the commit). A failure before COMMIT commits nothing; DuckDB
+does not retry a commit that meets a conflict (no commit retry in its iceberg extension 1.5.5).
 
 The extensions are LOADed from the files of the PyPI packages duckdb-extension-{avro,httpfs,
 iceberg}, with autoinstall and autoload off: nothing is downloaded at run time. DuckDB writes only
@@ -38,8 +41,8 @@ if TYPE_CHECKING:
 # In dependency order: iceberg needs avro (manifests) and httpfs (REST and S3).
 EXTENSIONS = ("avro", "httpfs", "iceberg")
 CATALOG_ALIAS = "icebench_catalog"
-# DuckDB's buffer manager gets this share of the worker's cap; the rest is for the Python side
-# (pyiceberg, pyarrow) and DuckDB's own allocations outside its buffer pool.
+# DuckDB's buffer pool gets this share of the worker's cap (its default, 80% of the memory it sees,
+# would leave nothing for the worker's Python side and DuckDB's allocations outside the pool).
 MEMORY_SHARE = 0.5
 
 
@@ -95,6 +98,10 @@ class DuckdbFailed(RuntimeError):
     def __init__(self, message: str) -> None:
         super().__init__(f"DuckDB: {message}")
         self.message = message
+
+
+class DuckdbOutOfMemory(DuckdbFailed, MemoryError):
+    """DuckDB ran out of its memory_limit (or the allocator failed): the run's error kind `memory`."""
 
 
 def unreadable_source(path: str, message: str) -> SourceError:
@@ -157,19 +164,13 @@ class DuckdbSession:
             raise self.failure(exc) from None  # the original would carry the statement's text
 
     def failure(self, exc: Exception) -> Exception:
-        """A source file DuckDB names as unreadable is the SourceError every writer gives; anything
-        else is DuckDB's message on one line."""
-        message = plain_message(str(exc), self.secrets)
-        for path in self.source_paths:
-            if path in message:
-                return unreadable_source(path, message)
-        return DuckdbFailed(message)
+        return duckdb_failure(str(exc), self.secrets, self.source_paths)
 
     def _unreadable_source(self, failed: DuckdbFailed) -> SourceError | None:
         """The source file that fails a full read, once a write statement failed: DuckDB's parquet
         errors need not name the file (a corrupt page: `TProtocolException: Invalid data`). Read
         one file at a time, every column of every row hashed; only ever after a failure."""
-        if "Out of Memory" in failed.message:  # no file to blame, and no memory to read one with
+        if isinstance(failed, MemoryError):  # no file to blame, and no memory to read one with
             return None
         for path in self.source_paths:
             try:
@@ -297,6 +298,17 @@ def secret_body(kind: str, options: dict[str, str]) -> str:
     unquoted = {"USE_SSL"}  # a boolean
     rendered = [f"{key} {value if key in unquoted else literal(value)}" for key, value in options.items()]
     return ", ".join([f"TYPE {kind}", *rendered])
+
+
+def duckdb_failure(text: str, secrets: list[str], source_paths: list[str]) -> Exception:
+    """What DuckDB raised as ours: a source file it names as unreadable is the SourceError every
+    writer gives, running out of memory a MemoryError (the run's `memory` kind), anything else
+    DuckDB's message on one line."""
+    message = plain_message(text, secrets)
+    for path in source_paths:
+        if path in message:
+            return unreadable_source(path, message)
+    return DuckdbOutOfMemory(message) if message.startswith("Out of Memory") else DuckdbFailed(message)
 
 
 def plain_message(text: str, secrets: list[str]) -> str:

@@ -191,3 +191,17 @@ def test_a_retried_dlt_upsert_strands_its_first_attempts_files(runner, tiny_sets
         assert record.orphan_files >= 1 and "/data/" in stranded.reason
     else:
         assert record.verdict.passed
+
+
+def test_duckdb_does_not_retry_a_conflict_and_its_loser_leaves_no_row(services_runner, tiny_sets):
+    """DuckDB's iceberg extension 1.5.5 has no commit retry (duckdb/duckdb-iceberg#786): the second
+    to commit gets the REST catalog's 409 and fails cleanly, unless it loaded the table only after
+    the first landed (each DuckDB loads it when its statement starts, after the rendezvous)."""
+    record = services_runner.run(RunPlan(SCENARIO, "duckdb", "tiny", tiny_sets, 2_000, cap_bytes=1 << 30))
+    workers = {w.name: w for w in record.workers}
+    assert record.verdict.passed, [f"{c.name}: {c.reason}" for c in record.verdict.failed]
+    assert all(w.commit_retries is None for w in workers.values())  # not pyiceberg's to count
+    landed = [w for w in workers.values() if w.status == "ok"]
+    for loser in (w for w in workers.values() if w.status != "ok"):
+        assert "409" in loser.error and "CommitFailedException" in loser.error, loser.error
+    assert landed and checks_of(record)["row_count"].actual == 10_000 * len(landed)

@@ -69,12 +69,14 @@ def test_services_listen_on_loopback_only_stop_afterwards_and_never_leak_secrets
         ]
         assert listening and all(is_loopback(address.ip) for address in listening), listening
         runner = Runner(settings, store, stack)
-        # dlt and polars as well: dlt's S3 filesystem destination and polars' object store (given
-        # the table's S3 properties) must take the keys from the environment too.
+        # dlt, polars and DuckDB as well: dlt's S3 filesystem destination and polars' object store
+        # (given the table's S3 properties) must take the keys from the environment too; DuckDB
+        # gets the keys and the token as secrets in its own SQL.
         for scenario, writer in (
             ("append", "pyiceberg-add-files"),
             ("upsert", "dlt"),
             ("replace", "polars-sink"),
+            ("upsert", "duckdb"),
         ):
             record = runner.run(RunPlan(scenario, writer, "tiny", tiny_sets, 5_000, cap_bytes=1 << 30))
             assert record.verdict.passed, (writer, record.error)
@@ -99,7 +101,11 @@ def test_services_listen_on_loopback_only_stop_afterwards_and_never_leak_secrets
             assert not any(secret.encode() in text for secret in secrets), f"a credential leaked into {path}"
 
 
-def test_external_stack_reaches_an_existing_catalog_and_s3(services_runner, tiny_sets, tmp_path):
+# DuckDB too: it attaches the catalog itself, with the token and S3 keys from the same environment.
+@pytest.mark.parametrize(("scenario", "writer"), [("replace", "pyiceberg-txn-batches"), ("upsert", "duckdb")])
+def test_external_stack_reaches_an_existing_catalog_and_s3(
+    services_runner, tiny_sets, tmp_path, scenario, writer
+):
     # The local services stand in for "your" REST catalog and S3; credentials come from the
     # environment the running stack set, exactly as a user's would.
     running = services_runner.stack
@@ -109,7 +115,7 @@ def test_external_stack_reaches_an_existing_catalog_and_s3(services_runner, tiny
     store = ResultsStore(settings.results_dir)
     with started(settings, store.folder / "services") as stack:
         record = Runner(settings, store, stack).run(
-            RunPlan("replace", "pyiceberg-txn-batches", "tiny", tiny_sets, 5_000, cap_bytes=1 << 30)
+            RunPlan(scenario, writer, "tiny", tiny_sets, 5_000, cap_bytes=1 << 30)
         )
     assert record.stack == "external" and record.verdict.passed, record.verdict
     assert not list((store.folder / "services").glob("*.log"))  # nothing was started

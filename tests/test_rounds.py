@@ -10,6 +10,7 @@ from harness.cli import main
 from harness.judge.oracle import capture_state, judge, replaced_files_deleted_check
 from harness.model import Expectation
 from harness.run.rounds import RoundsConfig, run_rounds
+from harness.services.stacks import started
 from harness.services.stacks.embedded import EmbeddedStack
 from reports.report import write_report
 from reports.rounds import degradation_rate, phase_series, rounds_rows
@@ -159,3 +160,19 @@ def test_bad_rounds_config_is_one_line(capsys, cli_settings):
     assert code == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "nope" in err
+
+
+def test_duckdb_rounds_through_the_rest_catalog(services_settings):
+    """DuckDB writes only through a REST catalog: its rounds on the local-services stack. Its
+    deletes are position deletes, so a replace leaves the old files listed under deletes."""
+    store = ResultsStore(services_settings.results_dir)
+    config = RoundsConfig(preset="tiny", writers=["duckdb"], rounds=ROUNDS)
+    with started(services_settings, store.folder / "services") as stack:
+        records = run_rounds(services_settings, config, store, stack)
+    assert len(records) == ROUNDS * 3
+    for record in records:
+        assert record.stack == "local-services"
+        assert record.status == "ok" and record.verdict.passed, (record.round, record.phase, record.error)
+    replace = by_phase(records, "duckdb")[(ROUNDS, "replace")]
+    checks = {c.name: c for c in replace.verdict.checks}
+    assert checks["replaced_files_deleted"].actual == "delete files mask the old rows"

@@ -70,7 +70,14 @@ from reports.gate import (
 )
 from reports.report import Report, write_report
 from reports.rounds import rounds_tables
-from reports.summary import fit_table, summary_markdown, summary_tables
+from reports.summary import (
+    UNSUPPORTED_HEADERS,
+    fit_table,
+    markdown_table,
+    summary_markdown,
+    summary_tables,
+    unsupported_rows,
+)
 from scenarios import get_scenario, scenarios
 from scenarios.base import DataSets
 from scenarios.rounds import PHASES
@@ -505,6 +512,8 @@ def cmd_summary(args: argparse.Namespace) -> None:
     records = read_runs(runs)
     if args.markdown:
         print(summary_markdown(records))
+        if unsupported := unsupported_rows(records):
+            print("\n" + markdown_table(UNSUPPORTED_HEADERS, unsupported))
         for fit in fits(records):
             console.print(fit_table(fit))
     else:

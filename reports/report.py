@@ -27,11 +27,13 @@ from reports.plots import (
 from reports.rounds import rounds_rows
 from reports.summary import (
     FAILED_CHECK_HEADERS,
+    UNSUPPORTED_HEADERS,
     failed_check_rows,
     fit_rows,
     fit_title,
     markdown_table,
     summary_rows,
+    unsupported_rows,
     worker_rows,
 )
 
@@ -137,6 +139,8 @@ def _sections(
         Section("Runs", *summary_rows(runs)),
         Section("Failed checks", FAILED_CHECK_HEADERS, failed_check_rows(runs)),
     ]
+    if unsupported := unsupported_rows(runs):
+        sections.append(Section("Not run (unsupported)", UNSUPPORTED_HEADERS, unsupported))
     if any(run.workers for run in runs):
         sections.append(Section("Concurrent workers", *worker_rows(runs)))
     sections += [Section(fit_title(fit), *fit_rows(fit)) for fit in scales]

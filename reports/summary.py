@@ -92,9 +92,9 @@ def summary_table(records: Iterable[RunRecord], title: str = "icebench") -> Tabl
 
 
 def summary_tables(records: Sequence[RunRecord], title: str = "icebench") -> list[Table]:
-    """The summary, then the workers of concurrent runs if there were any."""
-    workers = worker_table(records)
-    return [summary_table(records, title)] + ([workers] if workers else [])
+    """The summary, then the workers of concurrent runs and why writers did not run, if any."""
+    extra = [table for table in (worker_table(records), unsupported_table(records)) if table]
+    return [summary_table(records, title), *extra]
 
 
 def summary_rows(records: Iterable[RunRecord]) -> tuple[list[str], list[list[str]], set[int]]:
@@ -132,6 +132,22 @@ def failed_check_rows(records: Iterable[RunRecord]) -> list[list[str]]:
 
 
 FAILED_CHECK_HEADERS = ["scenario", "writer", "preset", "check", "reason", "upstream"]
+
+UNSUPPORTED_HEADERS = ["writer", "scenarios", "reason"]
+
+
+def unsupported_rows(records: Iterable[RunRecord]) -> list[list[str]]:
+    """Why writers did not run: each writer's reason once, with the scenarios it was given for."""
+    scenarios_of: dict[tuple[str, str], dict[str, None]] = {}
+    for r in records:
+        if r.status == "unsupported":
+            scenarios_of.setdefault((writer_text(r), r.error or ""), {})[r.scenario] = None
+    return [[writer, ", ".join(names), reason] for (writer, reason), names in scenarios_of.items()]
+
+
+def unsupported_table(records: Iterable[RunRecord]) -> Table | None:
+    rows = unsupported_rows(records)
+    return rich_table("not run: unsupported, and why", UNSUPPORTED_HEADERS, rows, ()) if rows else None
 
 
 def fit_rows(fit: Fit) -> tuple[list[str], list[list[str]], set[int]]:

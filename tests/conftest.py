@@ -20,6 +20,8 @@ TEST_BATCH_ROWS = 2_000
 # The status of a race: `ok` when the second committer's retry lands, `error` when it fails cleanly.
 RACE_DECIDES = "ok or error"
 UPSERT_BY_ADD_FILES = {"pyiceberg-delete-add-files", "pyiceberg-rewrite-add-files"}
+# Their upserts write equality deletes (merge-on-read).
+EQUALITY_DELETE_UPSERTS = {"dlt-iceberg"}
 
 
 @pytest.fixture(scope="session")
@@ -73,8 +75,15 @@ def _expected_outcome(scenario: str, writer: str, stack: str = "embedded") -> tu
     """(status, verdict passed) each writer gives; None: no verdict (unsupported)."""
     if scenarios()[scenario]().unsupported_reason(writers()[writer]):  # the operation, or no batches
         return "unsupported", None
-    if writers()[writer].supports_catalog(get_stack(stack).catalog_shape):  # Spark: SQLite; DuckDB: REST
+    if writers()[writer].supports_catalog(
+        get_stack(stack).catalog_shape
+    ):  # Spark: SQLite; DuckDB, dlt-iceberg: REST
         return "unsupported", None
+    if writer in EQUALITY_DELETE_UPSERTS and scenarios()[scenario].operation == "upsert":
+        # Its upsert lands as equality deletes, which pyiceberg 0.12 cannot read (the oracle's
+        # reader without --verify-with): a recorded table_readable failure naming
+        # apache/iceberg-python#1210, never a pass (tests/test_dlt_iceberg.py)
+        return (RACE_DECIDES if scenario == "upsert-racing-append" else "ok"), False
     if scenario == "upsert-racing-append":  # who commits second fails or retries: the race decides
         # dlt's upsert, when second, retries and strands its first attempt's files: the verdict is
         # the race's too (tests/test_concurrency.py pins it to the retry)
@@ -100,6 +109,10 @@ def _expected_outcome(scenario: str, writer: str, stack: str = "embedded") -> tu
     if scenario == "schema-evolution-upsert" and writer not in UPSERT_BY_ADD_FILES:  # iceberg-python#2467
         return "error", False
     if writer == "pyiceberg-fast-append-naive":  # the trap: one file name for every batch
+        return "ok", False
+    if writer == "dlt-iceberg" and scenario == "replace":
+        # dlt's truncate-and-insert: dlt-iceberg drops the table (no purge) and creates it anew;
+        # the oracle sees the old files orphaned, two commits, and totals that restart
         return "ok", False
     return "ok", True
 

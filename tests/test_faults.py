@@ -19,6 +19,7 @@ from harness.run.matrix import MatrixConfig
 from harness.run.runner import RunPlan
 from harness.services.launcher import Launch
 from harness.services.stacks import close_catalog
+from harness.services.stacks.embedded import EmbeddedStack
 from scenarios import get_scenario, scenarios
 from scenarios.crash_mid_write import read_kill_note
 
@@ -157,7 +158,10 @@ BAD_SOURCE_RUNS = [
     (scenario, writer)
     for scenario in BAD_SOURCES
     for writer, cls in writers().items()
-    if "pyspark" not in cls.libraries and cls.supports(Operation.APPEND)  # the damaged set is appended
+    # the damaged set is appended, on the embedded stack
+    if "pyspark" not in cls.libraries
+    and cls.supports(Operation.APPEND)
+    and not cls.supports_catalog(EmbeddedStack.catalog_shape)
 ] + [("bad-source-corrupt-page", "spark")]
 
 

@@ -28,6 +28,7 @@ class Extra(StrEnum):
     MERGE = "merge"
     DESCRIPTION = "description"  # a class attribute
     SUPPORTS_CATALOG = "supports_catalog"  # a class method
+    UNAVAILABLE = "unavailable"  # another
     VERSIONS = "versions"
     WRITE = "write"  # Writer's own dispatch
     INIT = "__init__"  # object's
@@ -81,9 +82,9 @@ def test_a_writer_cannot_dispatch_on_its_own():
                 pass
 
 
-def test_every_writer_supports_at_least_one_operation():
+def test_every_writer_supports_at_least_one_operation_or_says_why_it_cannot_write():
     for name, writer in writers().items():
-        assert any(writer.supports(operation) for operation in Operation), name
+        assert any(writer.supports(operation) for operation in Operation) or writer.unavailable(), name
 
 
 @pytest.mark.parametrize(

@@ -22,13 +22,14 @@ from harness.base.registry import source_hash
 from harness.base.results import ResultsStore, now_iso, read_report
 from harness.base.settings import Settings
 from harness.base.signals import signals_held
+from harness.engines.availability import unavailable_in
 from harness.engines.verifiers import get_verifier
 from harness.engines.writers import Writer, get_writer
 from harness.judge.oracle import TableState, capture_state, judge, unreadable_verdict
 from harness.model import Feed, RunRecord, Verdict, WorkerEnd, WorkerOutcome, WorkerResult, WorkerSpec
 from harness.run.classify import classify
 from harness.services.container import launch_container
-from harness.services.envs import Variant, library_env, requirements_env
+from harness.services.envs import Variant, library_env, pinned_versions, requirements_env
 from harness.services.launcher import Launch, RunningWorkers, WorkerHandle, launch_worker
 from harness.services.leftovers import SCRATCH_FOLDER
 from harness.services.own_memory import measure_peak_rss
@@ -105,6 +106,7 @@ class Runner:
         self.variant = variant
         self.envs_root = settings.data_dir.parent / "envs"
         self.python: Path | None = None  # the variant's interpreter; None: this one
+        self._unavailable_reasons: dict[str, str | None] = {}  # writer: why it cannot write (None: it can)
         if variant is not None:
             if self.isolation == "docker":
                 raise IcebenchError(f"--{variant.library} versions run in local environments, not containers")
@@ -123,8 +125,8 @@ class Runner:
         scenario = get_scenario(plan.scenario)()
         writer = get_writer(plan.writer)
         identity = self._identity(plan, scenario, writer)
-        if reason := self._refusal(scenario, writer):  # before any folder or catalog is made
-            return self._finish(RunRecord(**identity, status="unsupported", error=reason))
+        if refused := self._refused(scenario, writer, identity):  # before any folder or catalog is made
+            return refused
         try:
             run_catalog = self.new_catalog(f"{plan.scenario}-{plan.writer}")
         except OSError as exc:  # a full or unwritable results folder: this run's error, not the matrix's
@@ -157,8 +159,8 @@ class Runner:
         workers' files in `work`: the rounds workload runs its phases so, on one table."""
         writer = get_writer(plan.writer)
         identity = identity or self._identity(plan, scenario, writer)
-        if reason := self._refusal(scenario, writer, run_catalog):
-            return self._finish(RunRecord(**identity, status="unsupported", error=reason))
+        if refused := self._refused(scenario, writer, identity, run_catalog):
+            return refused
         ends: list[WorkerEnd] = []
         try:
             before = self._prepare(scenario, run_catalog, plan.sets)
@@ -183,11 +185,28 @@ class Runner:
             raise IcebenchError(bad_input.error or "bad input")
         return record
 
+    def _refused(
+        self,
+        scenario: Scenario,
+        writer: type[Writer],
+        identity: dict[str, Any],
+        run_catalog: RunCatalog | None = None,
+    ) -> RunRecord | None:
+        """The record of a run refused before it starts: unsupported with the reason, or the error
+        of a writer environment that could not be made or asked."""
+        try:
+            reason = self._refusal(scenario, writer, run_catalog)
+        except RunFailed as failed:
+            return self._finish(RunRecord(**identity, status="error", error=str(failed)))
+        return self._finish(RunRecord(**identity, status="unsupported", error=reason)) if reason else None
+
     def _refusal(
         self, scenario: Scenario, writer: type[Writer], run_catalog: RunCatalog | None = None
     ) -> str | None:
-        """Why `writer` cannot run `scenario` here (recorded as unsupported), or None."""
-        if reason := scenario.unsupported_reason(writer) or self._environment_refusal(writer):
+        """Why `writer` cannot run `scenario` here (recorded as unsupported), or None. RunFailed
+        when the writer's own environment, where it is asked whether it can write, cannot be made."""
+        refusal = self._environment_refusal(writer) or self._unavailable(writer)
+        if reason := refusal or scenario.unsupported_reason(writer):
             return reason
         if run_catalog and (reason := writer.supports_catalog(run_catalog.properties)):
             return f"{writer.name} does not support this catalog: {reason}"
@@ -203,6 +222,22 @@ class Runner:
         if self.isolation == "docker":
             return f"{writer.name} runs in its own local environment, not in the worker container"
         return None
+
+    def _unavailable(self, writer: type[Writer]) -> str | None:
+        """Why the writer cannot write at all (`Writer.unavailable`), asked once per runner where
+        its workers run."""
+        if not writer.asks_availability():
+            return None
+        if writer.name not in self._unavailable_reasons:
+            python = self._worker_python(writer)
+            try:
+                reason = unavailable_in(python, writer.name)
+            except (IcebenchError, OSError, subprocess.SubprocessError) as exc:
+                raise RunFailed(one_line(exc)) from exc
+            self._unavailable_reasons[writer.name] = (
+                f"{writer.name} does not support writing: {reason}" if reason else None
+            )
+        return self._unavailable_reasons[writer.name]
 
     def _worker_python(self, writer: type[Writer]) -> Path | None:
         """The interpreter the writer's workers run with: its own environment's, made on first use
@@ -234,7 +269,8 @@ class Runner:
             "batch_rows": plan.batch_rows,
             "cap_bytes": plan.cap_bytes,
             "isolation": self.isolation if plan.cap_bytes else "none",
-            "versions": writer.versions(),
+            # Until a worker reports them: this environment's, or what the writer's own pins.
+            "versions": pinned_versions(writer.environment) if writer.environment else writer.versions(),
             "verified_with": self.settings.verify_with,
             "variant": self.variant.label if self.variant else None,
             "started_at": now_iso(),

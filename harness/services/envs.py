@@ -64,6 +64,12 @@ def requirements_env(requirements: Sequence[str], root: Path) -> Path:
     return python
 
 
+def pinned_versions(requirements: Sequence[str]) -> dict[str, str]:
+    """{"dlt": "1.20.0"} for ["dlt==1.20.0"]: what an environment will hold, before it exists."""
+    pinned = (requirement.split("==", 1) for requirement in requirements if "==" in requirement)
+    return {name.strip(): version.strip() for name, version in pinned}
+
+
 def installed_version(python: Path, library: str) -> str:
     done = subprocess.run(
         [str(python), "-c", f"from importlib.metadata import version; print(version({library!r}))"],

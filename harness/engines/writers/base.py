@@ -120,6 +120,18 @@ class Writer:
         return None
 
     @classmethod
+    def unavailable(cls) -> str | None:
+        """None when the installed libraries can do this writer's work, else why not: a library that
+        ships no write path yet. Recorded as `unsupported` with that reason in every scenario, so the
+        row stays visible. Asked where the workers run (in the writer's own environment if it has
+        one: harness/engines/availability.py); writers that keep this default are never asked."""
+        return None
+
+    @classmethod
+    def asks_availability(cls) -> bool:
+        return cls.unavailable.__func__ is not Writer.unavailable.__func__  # type: ignore[attr-defined]
+
+    @classmethod
     def versions(cls) -> dict[str, str]:
         found = {}
         for library in cls.libraries:

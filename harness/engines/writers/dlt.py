@@ -17,6 +17,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,36 +62,30 @@ class DltWriter(Writer):
         merge = {"disposition": "merge", "strategy": "upsert"}
         self._load(job, timer, merge, primary_key=list(job.key_columns))
 
-    @staticmethod
     def _load(
-        job: WriteJob, timer: StepTimer, disposition: Any, primary_key: list[str] | None = None
+        self, job: WriteJob, timer: StepTimer, disposition: Any, primary_key: list[str] | None = None
     ) -> None:
         """The pipeline's extract, normalize and load of the source with this write disposition."""
         import dlt
 
         namespace, table_name = job.table.name()[-2:]
         properties = {key: str(value) for key, value in job.table.catalog.properties.items()}
-        # A REST catalog need not tell its client the warehouse, but the table's location names
-        # the bucket: dlt keeps its own state files (_dlt_loads, ...) in a folder beside the
-        # table's, so they are never under the table location (no orphans) and are reachable
-        # with the same credentials.
-        state_url = f"{job.table.location().rstrip('/').rsplit('/', 1)[0]}/dlt"
         workdir = Path(tempfile.mkdtemp(prefix="icebench-dlt-"))
         try:
             pipeline = dlt.pipeline(
                 pipeline_name=PIPELINE,
                 pipelines_dir=str(workdir),
-                destination=dlt.destinations.filesystem(bucket_url=state_url, **_s3_options(properties)),
+                destination=self._destination(job, properties),
                 dataset_name=namespace,
             )
             resource = dlt.resource(
                 _batches(job),
                 name=table_name,
-                table_format="iceberg",
                 write_disposition=disposition,
                 primary_key=primary_key,
+                **self._table_hints(),
             )
-            with _catalog_environment(properties):
+            with self._configured(properties):
                 with timer.step():
                     _stage(pipeline.extract, resource)
                 with timer.step():
@@ -100,6 +95,26 @@ class DltWriter(Writer):
             info.raise_on_failed_jobs()
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+
+    @staticmethod
+    def _destination(job: WriteJob, properties: dict[str, str]) -> Any:
+        """dlt's filesystem destination for its own state files. A REST catalog need not tell its
+        client the warehouse, but the table's location names the bucket: the folder sits beside the
+        table's, so it is never under the table location (no orphans) and is reachable with the
+        same credentials."""
+        import dlt
+
+        state_url = f"{job.table.location().rstrip('/').rsplit('/', 1)[0]}/dlt"
+        return dlt.destinations.filesystem(bucket_url=state_url, **_s3_options(properties))
+
+    @staticmethod
+    def _table_hints() -> dict[str, Any]:
+        return {"table_format": "iceberg"}  # the filesystem destination loads it through pyiceberg
+
+    @staticmethod
+    def _configured(properties: dict[str, str]) -> AbstractContextManager[object]:
+        """What the destination reads from dlt's config while the pipeline runs."""
+        return _catalog_environment(properties)
 
 
 class DltStageFailed(RuntimeError):
@@ -156,7 +171,7 @@ def _s3_options(properties: dict[str, str]) -> dict[str, Any]:
     return options
 
 
-def _catalog_environment(properties: dict[str, str]) -> Any:
+def _catalog_environment(properties: dict[str, str]) -> AbstractContextManager[object]:
     """dlt reads its iceberg catalog from config; the environment is its config provider."""
     import json
 

@@ -39,11 +39,16 @@ class RunCatalog:
 
 
 def open_catalog(properties: dict[str, str]) -> Catalog:
-    """The catalog of these properties plus what the environment holds for it (its token; a URI
-    with a password). pyiceberg reads PYICEBERG_* once, at import, and a stack sets some later, so
-    the environment is read again here, with pyiceberg's own precedence."""
+    return load_catalog(CATALOG_NAME, **catalog_configuration(properties))
+
+
+def catalog_configuration(properties: dict[str, str]) -> dict[str, str]:
+    """These properties plus what the environment holds for the catalog (its token; a URI with a
+    password), for clients that take a catalog's settings one by one. pyiceberg reads PYICEBERG_*
+    once, at import, and a stack sets some later, so the environment is read again here, with
+    pyiceberg's own precedence."""
     from_environment = Config().get_catalog_config(CATALOG_NAME) or {}
-    return load_catalog(CATALOG_NAME, **{**from_environment, **properties})
+    return {**from_environment, **properties}
 
 
 def namespace_for(run_key: str) -> str:

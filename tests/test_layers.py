@@ -70,6 +70,7 @@ MAY_IMPORT: dict[str, set[str]] = {
 # print() outside the CLI, each with its reason: everything else hands the CLI its words.
 MAY_PRINT = {
     "harness/engines/child_read.py": "a reading program's answer to its parent (spark_read, pyiceberg_read)",
+    "harness/engines/availability.py": "a program of its own too, in a writer's environment: its answer",
     "harness/base/signals.py": "the CLI's signal handling: the last words before an exit",
 }
 

@@ -71,12 +71,14 @@ def test_services_listen_on_loopback_only_stop_afterwards_and_never_leak_secrets
         runner = Runner(settings, store, stack)
         # dlt, polars and DuckDB as well: dlt's S3 filesystem destination and polars' object store
         # (given the table's S3 properties) must take the keys from the environment too; DuckDB
-        # gets the keys and the token as secrets in its own SQL.
+        # gets the keys and the token as secrets in its own SQL, dlt-iceberg's destination the
+        # token as its setting.
         for scenario, writer in (
             ("append", "pyiceberg-add-files"),
             ("upsert", "dlt"),
             ("replace", "polars-sink"),
             ("upsert", "duckdb"),
+            ("append", "dlt-iceberg"),
         ):
             record = runner.run(RunPlan(scenario, writer, "tiny", tiny_sets, 5_000, cap_bytes=1 << 30))
             assert record.verdict.passed, (writer, record.error)

@@ -89,3 +89,20 @@ def test_report_reads_json_lines_only(tmp_path, capsys):
     (tmp_path / "runs.jsonl").write_text(json.dumps({"bad": 1}) + "\n")
     assert main(["report", str(tmp_path)]) == 2
     assert "runs.jsonl" in capsys.readouterr().err
+
+
+def test_writers_that_did_not_run_are_listed_with_their_reason(capsys, settings, tiny_sets):
+    """iceberg-rust cannot write (its binding has no write path): the report and the Markdown
+    summary say why, once per writer, with the scenarios it was given."""
+    code = main(
+        ["matrix", "--preset", "tiny", "--scenarios", "append,upsert", "--writers", "iceberg-rust",
+         "--memory", "1g", "--report"]
+    )  # fmt: skip
+    assert code == 0
+    folder = newest_results_folder(settings.results_dir)
+    row = "| iceberg-rust | append, upsert | iceberg-rust does not support writing: pyiceberg-core 0.11.0"
+    assert "## Not run (unsupported)" in (folder / "report.md").read_text()
+    assert row in (folder / "report.md").read_text()
+    capsys.readouterr()
+    assert main(["summary", str(folder), "--markdown"]) == 0
+    assert row in capsys.readouterr().out

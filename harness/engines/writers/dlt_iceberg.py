@@ -25,7 +25,7 @@ from harness.services.stacks.base import catalog_configuration
 
 # Seen on the embedded stack: the run's table untouched, a second one beside it in the same folder.
 SQL_CATALOG_NAME = (
-    "dlt-iceberg opens a SQL catalog under the fixed name 'dlt_catalog' and a SQL catalog keys its "
+    "it opens every SQL catalog under the fixed name 'dlt_catalog' and a SQL catalog keys its "
     "tables by catalog name: it does not see the run's table (catalog 'icebench') and creates a "
     "second table of the same name at the same location"
 )

@@ -80,9 +80,9 @@ def _expected_outcome(scenario: str, writer: str, stack: str = "embedded") -> tu
     ):  # Spark: SQLite; DuckDB, dlt-iceberg: REST
         return "unsupported", None
     if writer in EQUALITY_DELETE_UPSERTS and scenarios()[scenario].operation == "upsert":
-        # Its upsert lands as equality deletes, which pyiceberg 0.12 cannot read (the oracle's
-        # reader without --verify-with): a recorded table_readable failure naming
-        # apache/iceberg-python#1210, never a pass (tests/test_dlt_iceberg.py)
+        # Its upsert lands as equality deletes, which the oracle's pyiceberg cannot apply: without
+        # --verify-with sidequery-pyiceberg (the capable reader on REST) the verdict is that failed
+        # check, never a pass (tests/test_dlt_iceberg.py judges it with the fork's reader)
         return (RACE_DECIDES if scenario == "upsert-racing-append" else "ok"), False
     if scenario == "upsert-racing-append":  # who commits second fails or retries: the race decides
         # dlt's upsert, when second, retries and strands its first attempt's files: the verdict is

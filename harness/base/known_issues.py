@@ -19,11 +19,6 @@ KNOWN_ISSUES = (
         "apache/iceberg-python#2467",
         "upsert after add_column scans with the snapshot's old schema",
     ),
-    KnownIssue(
-        r"does not yet support equality deletes",
-        "apache/iceberg-python#1210",
-        "pyiceberg reads no equality-delete files (a table with them needs another reader to judge)",
-    ),
 )
 
 

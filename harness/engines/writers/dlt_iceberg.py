@@ -8,10 +8,11 @@ and held until the load completes, then concatenated and written in one pyiceber
 `append` for append; for replace, dlt's truncate-and-insert first has it drop the table (files
 left in place) and create a new one, then `overwrite`; for merge (both its strategies)
 `upsert_by_equality_delete`, which writes an equality-delete file of every source key plus the
-source rows in one snapshot (merge-on-read). Apache pyiceberg cannot read equality deletes
-(apache/iceberg-python#1210): without a verifier that can, the oracle records such a table as
-unreadable, with that reason. Besides the run's table it keeps dlt's state in tables of its own
-(_dlt_loads, _dlt_version, _dlt_pipeline_state) in the run's namespace.
+source rows in one snapshot (merge-on-read). Apache pyiceberg cannot apply equality deletes: the
+oracle judges such a table with `--verify-with sidequery-pyiceberg` (the capable reader on REST;
+the same fork, so no independent judge), else records the failed check that says so. Besides the
+run's table it keeps dlt's state in tables of its own (_dlt_loads, _dlt_version,
+_dlt_pipeline_state) in the run's namespace.
 """
 
 from __future__ import annotations

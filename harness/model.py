@@ -471,8 +471,8 @@ METRICS: tuple[Metric, ...] = (
     Metric(name="metadata_bytes", label="metadata bytes", unit="bytes", plot=True),
     Metric(name="orphan_files", label="orphans", unit="count", compare="delta", gate=Gate(kind="orphan_files", limit=0)),  # noqa: E501
     Metric(name="orphan_bytes", label="orphan bytes", unit="bytes", compare="delta", summary=False),
-    Metric(name="full_scan_s", label="full scan s", unit="s", aggregate="median", plot=True, gate=_SCAN_TIME),
-    Metric(name="selective_scan_s", label="selective scan s", unit="s", aggregate="median", summary=False, plot=True),  # noqa: E501
+    Metric(name="full_scan_s", label="full scan s", unit="s", aggregate="median", gate=_SCAN_TIME),
+    Metric(name="selective_scan_s", label="selective scan s", unit="s", aggregate="median", summary=False),
     Metric(name="full_scan_delete_files", label="scan delete files", unit="count", compare="delta", summary=False, gate=Gate(kind="scan_delete_files", limit=0)),  # noqa: E501
     Metric(name="selective_scan_files", label="selective scan files", unit="count", compare="delta", summary=False),  # noqa: E501
     Metric(name="scan_peak_rss_bytes", label="scan rss", unit="bytes", summary=False),

@@ -226,6 +226,41 @@ def timeline_figure(records: Sequence[RunRecord]) -> Figure | None:
     return figure
 
 
+def scan_figure(records: Sequence[RunRecord]) -> Figure | None:
+    """Full and selective scan time per writer, a panel per scenario, each bar labelled with the
+    files (and delete files) pyiceberg planned: the read cost each strategy leaves behind."""
+    runs = [r for r in representatives(records) if r.full_scan_s is not None or r.scan_error is not None]
+    if not runs:
+        return None
+    several = len({r.preset for r in runs}) > 1
+    panels = _by_scenario(runs)
+    figure, axes = _panels(len(panels), height=0.6 * max(len(v) for v in panels.values()) + 1.4)
+    for axis, (scenario, group) in zip(axes, panels.items(), strict=True):
+        group.sort(key=lambda r: _label(r, several))
+        positions = range(len(group))
+        for offset, (name, colour) in enumerate((("full", "#4c72b0"), ("selective", "#dd8452"))):
+            seconds = [getattr(r, f"{name}_scan_s") or 0 for r in group]
+            bars = [p + (offset - 0.5) * 0.4 for p in positions]
+            axis.barh(bars, seconds, height=0.4, color=colour, label=f"{name} scan")
+            for bar, value, record in zip(bars, seconds, group, strict=True):
+                axis.text(value, bar, f" {_planned(record, name)}", va="center", fontsize=7)
+        axis.set_yticks(list(positions), [_label(r, several) for r in group])
+        axis.invert_yaxis()
+        axis.set_title(scenario)
+        axis.set_xlabel("s (label: data files / delete files planned)")
+        axis.grid(alpha=0.3, axis="x")
+        axis.legend(fontsize=7, loc="lower right")
+    figure.suptitle("Reading the table each writer left: full scan and first 1% of the keys")
+    return figure
+
+
+def _planned(record: RunRecord, scan: str) -> str:
+    files = getattr(record, f"{scan}_scan_files")
+    if files is None:
+        return "scan failed" if record.scan_error else ""
+    return f"{files} / {getattr(record, f'{scan}_scan_delete_files')}"
+
+
 def _plotted(record: RunRecord, metric: Metric) -> float:
     value = getattr(record, metric.name, None) or 0
     return value / 1024 if metric.unit == "bytes" else value  # metadata: KiB, not MiB

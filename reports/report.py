@@ -22,6 +22,7 @@ from reports.plots import (
     png_bytes,
     rounds_figure,
     scale_figure,
+    scan_figure,
     timeline_figure,
 )
 from reports.rounds import rounds_rows
@@ -31,6 +32,7 @@ from reports.summary import (
     fit_rows,
     fit_title,
     markdown_table,
+    scan_rows,
     summary_rows,
     worker_rows,
 )
@@ -46,6 +48,7 @@ PLOTS: list[tuple[str, str, Callable[[list[RunRecord], list[Fit]], Figure | None
         "Each metric over the rounds (x: a phase that did not pass)",
         lambda runs, _: rounds_figure(runs),
     ),
+    ("scan-cost", "Full and selective scan of the table each writer left", lambda runs, _: scan_figure(runs)),
 ]
 
 
@@ -137,6 +140,9 @@ def _sections(
         Section("Runs", *summary_rows(runs)),
         Section("Failed checks", FAILED_CHECK_HEADERS, failed_check_rows(runs)),
     ]
+    headers, rows, numeric = scan_rows(runs)
+    if rows:
+        sections.append(Section("Downstream scan cost (one fixed reader)", headers, rows, numeric))
     if any(run.workers for run in runs):
         sections.append(Section("Concurrent workers", *worker_rows(runs)))
     sections += [Section(fit_title(fit), *fit_rows(fit)) for fit in scales]

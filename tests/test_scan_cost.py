@@ -17,6 +17,8 @@ from pyiceberg.typedef import Record
 
 from generators.schema import KEY_COLUMN
 from harness.base.results import ResultsStore, read_report
+from harness.base.settings import load_settings
+from harness.cli import build_parser
 from harness.engines.spark import missing_jars
 from harness.judge.scan_cost import SCAN_PROGRAM, ScanReport, ScanSpec, selective_keys
 from harness.run.classify import scan_figures
@@ -162,3 +164,14 @@ def test_after_a_merge_on_read_upsert_the_scan_counts_and_applies_delete_files(r
     expected = tiny_sets["changes"].manifest.expected_after_upsert
     assert record.full_scan_rows == expected.rows  # the deletes applied: no row twice
     assert record.selective_scan_rows and record.selective_scan_rows < record.full_scan_rows
+
+
+def test_no_scan_cost_is_a_flag_and_a_setting(monkeypatch):
+    parse = build_parser().parse_args
+    assert parse(["run", "--scenario", "append", "--writer", "pyiceberg-table"]).scan_cost is None
+    flagged = parse(["matrix", "--no-scan-cost"])
+    assert flagged.scan_cost is False
+    assert load_settings(None, scan_cost=None).scan_cost is True  # on by default
+    assert load_settings(None, scan_cost=flagged.scan_cost).scan_cost is False
+    monkeypatch.setenv("ICEBENCH_SCAN_COST", "false")
+    assert load_settings(None).scan_cost is False

@@ -27,7 +27,16 @@ from harness.engines.verifiers import get_verifier
 from harness.engines.writers import Writer, get_writer
 from harness.judge.oracle import TableState, capture_state, judge, unreadable_verdict
 from harness.judge.scan_cost import SCAN_PROGRAM, ScanReport, ScanSpec, selective_keys
-from harness.model import Feed, RunRecord, Verdict, WorkerEnd, WorkerOutcome, WorkerResult, WorkerSpec
+from harness.model import (
+    Expectation,
+    Feed,
+    RunRecord,
+    Verdict,
+    WorkerEnd,
+    WorkerOutcome,
+    WorkerResult,
+    WorkerSpec,
+)
 from harness.run.classify import classify, scan_figures
 from harness.services.container import launch_container
 from harness.services.envs import Variant, library_env, requirements_env
@@ -168,8 +177,13 @@ class Runner:
             self._launch_all(workers, plan.cap_bytes)
             ends = [self._end(scenario, writer, plan, worker) for worker in workers]
             self._check_started(ends, plan.cap_bytes)
-            judgement = self._judge(scenario, writer, plan, ends, run_catalog, before)
-            scan = self._scan_cost(scenario, plan, run_catalog, work) if self.settings.scan_cost else {}
+            expected = scenario.expectation(plan.sets, ends, plan.limit_rows)
+            judgement = self._judge(scenario, writer, plan, ends, run_catalog, before, expected)
+            scan = (
+                self._scan_cost(scenario, plan, run_catalog, work, expected)
+                if self.settings.scan_cost
+                else {}
+            )
             record = build_record(identity, ends, judgement, scan)
             if self.settings.profile == "memray" and (flamegraph := render_flamegraph(work)):
                 record.profile_flamegraph = str(flamegraph)
@@ -350,21 +364,20 @@ class Runner:
                 cap.close()
 
     def _scan_cost(
-        self, scenario: Scenario, plan: RunPlan, run_catalog: RunCatalog, work: Path
+        self, scenario: Scenario, plan: RunPlan, run_catalog: RunCatalog, work: Path, expected: Expectation
     ) -> dict[str, Any]:
         """What reading the table costs now (harness/judge/scan_cost.py): a full and a selective
         scan by the fixed reader, in a process of its own under the run's cap. The table is as
-        the write left it, or at its previous snapshot after a failed one (readable either way).
+        the write left it, or at its previous snapshot after a failed one (readable either way);
+        the selective scan asks for the first 1% of the keys it should hold (`expected`).
 
         After the oracle: the verdict is on the table as the writer left it, untouched, and the
         oracle's read has put every writer's files in the page cache alike, so the scans compare
         planning, decoding and deletes, not where the writer's files happened to be."""
-        expected = (scenario.expected_before(plan.sets), scenario.expected_after(plan.sets, plan.limit_rows))
-        key_ranges = [keys for expectation in expected for keys in expectation.key_ranges] or [(0, 0)]
         spec = ScanSpec(
             catalog=run_catalog.properties,
             table=scenario.table_identifier(run_catalog.namespace),
-            keys=selective_keys(key_ranges),
+            keys=selective_keys(expected.key_ranges or [(0, 0)]),  # (0, 0): an empty table
             result_path=work / "scan-result.json",
         )
         spec_path, log = work / "scan-spec.json", work / "scan.log"
@@ -415,8 +428,10 @@ class Runner:
         ends: list[WorkerEnd],
         run_catalog: RunCatalog,
         before: TableState,
+        expected: Expectation,
     ) -> Judgement:
-        """The oracle's verdict, its time and the harness's resident peak meanwhile."""
+        """The oracle's verdict on the table against what the scenario `expected` of the run, its
+        time and the harness's resident peak meanwhile."""
         error = run_error(ends)
         start = time.perf_counter()
         catalog = run_catalog.open()
@@ -426,7 +441,7 @@ class Runner:
                 table = catalog.load_table(scenario.table_identifier(run_catalog.namespace))
                 verdict, metrics = judge(
                     table,
-                    expected=scenario.expectation(plan.sets, ends, plan.limit_rows),
+                    expected=expected,
                     expected_schema=scenario.expected_schema(plan.sets),
                     error=error,
                     before=before,

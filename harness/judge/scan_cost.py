@@ -12,6 +12,10 @@ left) and includes planning (its manifests) and reading (its files and delete fi
 a program of its own (`python -m harness.judge.scan_cost SPEC.json`, started by the runner under
 the run's memory cap), so its peak is its own and the harness's memory stays clean; it always runs
 the harness's pyiceberg, never a library-version variant's.
+
+Unlike the oracle, which sets equality deletes aside and lets a reader that can apply them judge,
+the scan plans as pyiceberg 0.12 does: a table holding any is the scan's recorded failure (its
+reason in `scan_error`), never rows a reader must not see timed as if they were the table.
 """
 
 from __future__ import annotations

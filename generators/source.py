@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,12 +106,17 @@ class ParquetSource:
 
 
 def row_group_batches(
-    parquet: pq.ParquetFile, batch_rows: int, columns: list[str] | None = None, use_threads: bool = False
+    parquet: pq.ParquetFile,
+    batch_rows: int,
+    columns: list[str] | None = None,
+    use_threads: bool = False,
+    row_groups: Iterable[int] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """A parquet file's batches, read one row group at a time. One iter_batches call over many row
-    groups holds far more than a row group (pyarrow 26, a file of 35 row groups x 400 columns:
-    ~550 MiB of Arrow memory, ~90 MiB row group by row group); a dataset scanner reads ahead too."""
-    for row_group in range(parquet.num_row_groups):
+    """A parquet file's batches (of `row_groups`, default all), read one row group at a time. One
+    iter_batches call over many row groups holds far more than a row group (pyarrow 26, a file of
+    35 row groups x 400 columns: ~550 MiB of Arrow memory, ~90 MiB row group by row group); a
+    dataset scanner reads ahead too."""
+    for row_group in range(parquet.num_row_groups) if row_groups is None else row_groups:
         yield from parquet.iter_batches(
             batch_size=batch_rows, row_groups=[row_group], columns=columns, use_threads=use_threads
         )

@@ -221,6 +221,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--results", type=Path, help="results root folder (default: results)")
     parser.add_argument(
+        "--no-scan-cost",
+        dest="scan_cost",
+        action="store_false",
+        default=None,
+        help="skip the full and selective scan timed after each write (writes only)",
+    )
+    parser.add_argument(
         "--keep-warehouse",
         action="store_true",
         default=None,
@@ -371,6 +378,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         engines=_engine_flags(args),
         results_dir=args.results,
         keep_warehouse=args.keep_warehouse,
+        scan_cost=args.scan_cost,
     )
     check_engines(settings.engines, _engine_models())
     get_verifier(settings.verify_with)

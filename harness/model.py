@@ -253,6 +253,19 @@ class RunRecord(BaseModel):
     snapshot_summary: dict[str, str] = {}
     verify_s: float | None = None  # the oracle's read-back and checks
     verify_peak_rss_bytes: int | None = None  # the harness process's resident peak meanwhile
+    # The downstream cost the write left (harness/judge/scan_cost.py): one fixed reader loads,
+    # plans and reads the table, all of it, then the first 1% of its key span (a row filter that
+    # prunes files and row groups by their statistics). None: not measured (--no-scan-cost).
+    full_scan_s: float | None = None
+    full_scan_files: int | None = None  # data files planned
+    full_scan_delete_files: int | None = None  # delete files the planned files carry
+    full_scan_rows: int | None = None  # rows returned
+    selective_scan_s: float | None = None
+    selective_scan_files: int | None = None
+    selective_scan_delete_files: int | None = None
+    selective_scan_rows: int | None = None
+    scan_peak_rss_bytes: int | None = None  # the reader's resident peak, under the run's cap
+    scan_error: str | None = None  # why a scan failed (e.g. equality deletes pyiceberg cannot plan)
     cap_bytes: int | None = None
     isolation: str
     oom_kills: int = 0
@@ -423,6 +436,12 @@ _WALL_TIME = Gate(
     limit=1.5,
     floor=Floor(name="min_wall_s", metric="wall_s", value=1.0, why="sub-second times are start-up noise"),
 )
+# A full scan of `tiny` is well under a second, mostly the reader's start: gated from a second up.
+_SCAN_TIME = Gate(
+    kind="scan_time",
+    limit=1.5,
+    floor=Floor(name="min_full_scan_s", metric="full_scan_s", value=1.0, why="sub-second scans are noise"),
+)
 _GROWTH = Gate(
     kind="growth_exponent",
     limit=0.3,
@@ -452,6 +471,11 @@ METRICS: tuple[Metric, ...] = (
     Metric(name="metadata_bytes", label="metadata bytes", unit="bytes", plot=True),
     Metric(name="orphan_files", label="orphans", unit="count", compare="delta", gate=Gate(kind="orphan_files", limit=0)),  # noqa: E501
     Metric(name="orphan_bytes", label="orphan bytes", unit="bytes", compare="delta", summary=False),
+    Metric(name="full_scan_s", label="full scan s", unit="s", aggregate="median", gate=_SCAN_TIME),
+    Metric(name="selective_scan_s", label="selective scan s", unit="s", aggregate="median", summary=False),
+    Metric(name="full_scan_delete_files", label="scan delete files", unit="count", compare="delta", summary=False, gate=Gate(kind="scan_delete_files", limit=0)),  # noqa: E501
+    Metric(name="selective_scan_files", label="selective scan files", unit="count", compare="delta", summary=False),  # noqa: E501
+    Metric(name="scan_peak_rss_bytes", label="scan rss", unit="bytes", summary=False),
     Metric(name="growth_exponent", label="growth exponent", unit="exponent", aggregate="median", compare="delta", of="fit", gate=_GROWTH),  # noqa: E501
     Metric(name="tail_exponent", label="tail exponent", unit="exponent", aggregate="median", compare="delta", of="fit"),  # noqa: E501
     Metric(name="longest_write_s", label="longest write s", unit="s", aggregate="median", of="fit"),

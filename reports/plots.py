@@ -168,17 +168,31 @@ def scale_figure(fits: Sequence[Fit]) -> Figure | None:
     return figure
 
 
+def _writer_bar_panels(
+    runs: list[RunRecord], row_height: float
+) -> tuple[Figure, list[tuple[Axes, str, list[RunRecord]]], bool]:
+    """A panel per scenario for a bar per writer, tall enough for the most writers: (axis,
+    scenario, its runs sorted by label) each, and whether labels name presets (several ran)."""
+    several = len({r.preset for r in runs}) > 1
+    by_scenario = _by_scenario(runs)
+    figure, axes = _panels(
+        len(by_scenario), height=row_height * max(len(v) for v in by_scenario.values()) + 1.4
+    )
+    panels = [
+        (axis, scenario, sorted(group, key=lambda r: _label(r, several)))
+        for axis, (scenario, group) in zip(axes, by_scenario.items(), strict=True)
+    ]
+    return figure, panels, several
+
+
 def peak_memory_figure(records: Sequence[RunRecord]) -> Figure | None:
     """Resident peak per writer and scenario (the bar: what tells writers apart), the kernel's
     figure with page cache as a tick, against the cap; OOM bars red and labelled."""
     runs = [r for r in representatives(records) if r.peak_memory_bytes is not None or r.peak_rss_bytes]
     if not runs:
         return None
-    several = len({r.preset for r in runs}) > 1
-    panels = _by_scenario(runs)
-    figure, axes = _panels(len(panels), height=0.45 * max(len(v) for v in panels.values()) + 1.4)
-    for axis, (scenario, group) in zip(axes, panels.items(), strict=True):
-        group.sort(key=lambda r: _label(r, several))
+    figure, panels, several = _writer_bar_panels(runs, row_height=0.45)
+    for axis, scenario, group in panels:
         labels = [_label(r, several) for r in group]
         peaks = [(r.peak_rss_bytes or 0) / MIB for r in group]
         colours = [STATUS_COLOURS.get(r.status, "#8c8c8c") for r in group]
@@ -224,6 +238,38 @@ def timeline_figure(records: Sequence[RunRecord]) -> Figure | None:
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7)
     return figure
+
+
+def scan_figure(records: Sequence[RunRecord]) -> Figure | None:
+    """Full and selective scan time per writer, a panel per scenario, each bar labelled with the
+    files (and delete files) pyiceberg planned: the read cost each strategy leaves behind."""
+    runs = [r for r in representatives(records) if r.full_scan_s is not None or r.scan_error is not None]
+    if not runs:
+        return None
+    figure, panels, several = _writer_bar_panels(runs, row_height=0.6)
+    for axis, scenario, group in panels:
+        positions = range(len(group))
+        for offset, (name, colour) in enumerate((("full", "#4c72b0"), ("selective", "#dd8452"))):
+            seconds = [getattr(r, f"{name}_scan_s") or 0 for r in group]
+            bars = [p + (offset - 0.5) * 0.4 for p in positions]
+            axis.barh(bars, seconds, height=0.4, color=colour, label=f"{name} scan")
+            for bar, value, record in zip(bars, seconds, group, strict=True):
+                axis.text(value, bar, f" {_planned(record, name)}", va="center", fontsize=7)
+        axis.set_yticks(list(positions), [_label(r, several) for r in group])
+        axis.invert_yaxis()
+        axis.set_title(scenario)
+        axis.set_xlabel("s (label: data files / delete files planned)")
+        axis.grid(alpha=0.3, axis="x")
+        axis.legend(fontsize=7, loc="lower right")
+    figure.suptitle("Reading the table each writer left: full scan and first 1% of the keys")
+    return figure
+
+
+def _planned(record: RunRecord, scan: str) -> str:
+    files = getattr(record, f"{scan}_scan_files")
+    if files is None:
+        return "scan failed" if record.scan_error else ""
+    return f"{files} / {getattr(record, f'{scan}_scan_delete_files')}"
 
 
 def _plotted(record: RunRecord, metric: Metric) -> float:

@@ -22,6 +22,7 @@ from reports.plots import (
     png_bytes,
     rounds_figure,
     scale_figure,
+    scan_figure,
     timeline_figure,
 )
 from reports.rounds import rounds_rows
@@ -32,6 +33,7 @@ from reports.summary import (
     fit_rows,
     fit_title,
     markdown_table,
+    scan_rows,
     summary_rows,
     unsupported_rows,
     worker_rows,
@@ -48,6 +50,7 @@ PLOTS: list[tuple[str, str, Callable[[list[RunRecord], list[Fit]], Figure | None
         "Each metric over the rounds (x: a phase that did not pass)",
         lambda runs, _: rounds_figure(runs),
     ),
+    ("scan-cost", "Full and selective scan of the table each writer left", lambda runs, _: scan_figure(runs)),
 ]
 
 
@@ -141,6 +144,9 @@ def _sections(
     ]
     if unsupported := unsupported_rows(runs):
         sections.append(Section("Not run (unsupported)", UNSUPPORTED_HEADERS, unsupported))
+    headers, rows, numeric = scan_rows(runs)
+    if rows:
+        sections.append(Section("Downstream scan cost (one fixed reader)", headers, rows, numeric))
     if any(run.workers for run in runs):
         sections.append(Section("Concurrent workers", *worker_rows(runs)))
     sections += [Section(fit_title(fit), *fit_rows(fit)) for fit in scales]

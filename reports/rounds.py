@@ -14,10 +14,18 @@ from rich.table import Table
 from harness.model import Metric, RunRecord, metric
 from reports.summary import metric_text
 
-# What is followed over the rounds: the write's latency and memory, what it leaves in the table.
-ROUND_METRICS = ("write_s", "peak_rss_bytes", "data_files", "snapshots_added", "metadata_bytes")
+# What is followed over the rounds: the write's latency and memory, what it leaves in the table,
+# and what reading that table costs (the full scan: the small files and deletes piling up).
+ROUND_METRICS = (
+    "write_s",
+    "peak_rss_bytes",
+    "data_files",
+    "snapshots_added",
+    "metadata_bytes",
+    "full_scan_s",
+)
 # Those whose degradation rate the table shows (the others: first and last value).
-RATED = ("write_s", "peak_rss_bytes", "metadata_bytes")
+RATED = ("write_s", "peak_rss_bytes", "metadata_bytes", "full_scan_s")
 
 
 def degradation_rate(values: Sequence[float | None]) -> float | None:

@@ -183,6 +183,48 @@ def fit_table(fit: Fit) -> Table:
     return rich_table(escape(fit_title(fit)).replace("; ", "\n"), *fit_rows(fit))
 
 
+SCAN_HEADERS = [
+    "scenario",
+    "writer",
+    "status",
+    "full scan s",
+    "files / deletes",
+    "rows",
+    "selective scan s",
+    "files / deletes",
+    "rows",
+    "scan rss",
+    "scan error",
+]
+
+
+def _files_text(files: int | None, deletes: int | None) -> str:
+    return "-" if files is None else f"{files} / {count_text(deletes)}"
+
+
+def scan_rows(records: Iterable[RunRecord]) -> tuple[list[str], list[list[str]], set[int]]:
+    """The downstream scan of each run that measured one: time, files and delete files planned,
+    rows returned, for the full and the selective scan; why a scan failed."""
+    rows = [
+        [
+            r.scenario,
+            writer_text(r),
+            r.status,
+            number_text(r.full_scan_s),
+            _files_text(r.full_scan_files, r.full_scan_delete_files),
+            count_text(r.full_scan_rows),
+            number_text(r.selective_scan_s),
+            _files_text(r.selective_scan_files, r.selective_scan_delete_files),
+            count_text(r.selective_scan_rows),
+            format_size(r.scan_peak_rss_bytes),
+            r.scan_error or "",
+        ]
+        for r in records
+        if r.full_scan_s is not None or r.scan_error is not None
+    ]
+    return SCAN_HEADERS, rows, set(range(3, 10))
+
+
 WORKER_HEADERS = [
     "scenario",
     "writer",

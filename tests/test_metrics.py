@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_gate import APPEND_KEY, results, run, three
+from test_gate import APPEND_KEY, gate_of, kinds, results, run, three
 
 import harness.model
 from harness.base.errors import IcebenchError
@@ -169,3 +169,29 @@ def test_a_gate_that_compared_nothing_fails(tmp_path, capsys):
 
     assert main(["gate", "--baseline", str(baseline_file), str(current_folder)]) == 1
     assert "gate compared nothing: no run key is in both" in capsys.readouterr().err
+
+
+def test_scan_cost_is_summarised_compared_and_gated_above_its_floor(tmp_path):
+    def scanned(full_s: float, delete_files: int, **fields) -> list:
+        update = {
+            "full_scan_s": full_s,
+            "full_scan_delete_files": delete_files,
+            "selective_scan_s": full_s / 10,
+        }
+        return [r.model_copy(update=update) for r in three(**fields)]
+
+    headers, rows, _ = summary_rows(scanned(2.5, 0))
+    assert "full scan s" in headers and "2.5" in rows[0]
+    assert "selective scan s" not in headers  # in the report's scan table, not the summary
+
+    def gated(base: list, now: list) -> list[tuple[str, str]]:
+        return sorted(kinds(gate_of(tmp_path / str(len(list(tmp_path.iterdir()))), base, now)))
+
+    assert gated(scanned(2.0, 0), scanned(4.0, 3)) == [
+        ("scan_delete_files", "full_scan_delete_files"),
+        ("scan_time", "full_scan_s"),
+    ]
+    # A `tiny` scan is well under a second: doubled, it is still noise, not a regression.
+    assert gated(scanned(0.2, 0), scanned(0.5, 0)) == []
+    # A baseline recorded before the scan existed compares nothing of it.
+    assert gated(three(), scanned(4.0, 3)) == []

@@ -188,6 +188,13 @@ def now_iso() -> str:
 Report = TypeVar("Report", bound=WorkerResult)
 
 
+def write_whole(path: Path, text: str) -> None:
+    """A report written beside and renamed into place: the harness reads a whole one or none."""
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(text)
+    partial.replace(path)
+
+
 def read_report(path: Path, model: type[Report]) -> Report | None:
     """What a worker reported (its result, or a fault scenario's kill note); None when it wrote
     nothing readable (it died first, or its disk was full): its exit code and output then tell."""

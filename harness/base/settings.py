@@ -88,6 +88,9 @@ class Settings(BaseSettings):
     library_versions: dict[str, list[str]] = Field(
         {}, description="run the workers with these versions of a writer library, e.g. pyiceberg"
     )
+    scan_cost: bool = Field(
+        True, description="after each write, time a full and a selective scan of the table (one fixed reader)"
+    )
     update_ratio: float = Field(0.2, ge=0, le=1)
     insert_ratio: float = Field(0.1, ge=0, le=10)
 

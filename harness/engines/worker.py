@@ -26,6 +26,7 @@ from pyiceberg.table import Table
 from generators.source import ParquetSource
 from harness.base.errors import SourceError, one_line
 from harness.base.orphan_guard import die_with_parent_if_asked
+from harness.base.results import write_whole
 from harness.base.settings import validate_options
 from harness.engines.writers import StepTimer, WriteJob, get_writer
 from harness.model import SIGKILL_EXIT_CODES, ErrorKind, KillNote, KillPoint, WorkerResult, WorkerSpec
@@ -218,13 +219,6 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     spec = WorkerSpec.model_validate_json(Path(sys.argv[1]).read_text())
     write_whole(spec.result_path, run(spec).model_dump_json())
-
-
-def write_whole(path: Path, text: str) -> None:
-    """Written beside and renamed into place: the harness reads a whole report or none."""
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text)
-    partial.replace(path)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,10 @@ Equality deletes are beyond pyiceberg 0.12 (its planning refuses them). A table 
 still read, file by file with its position deletes, but without them: its file facts hold, its
 rows are those of the files, and `equality_delete_files` says how many deletes were not applied,
 so the oracle takes the visible rows from a reader that can apply them.
+
+The same read, narrowed to a key range (`scan_rows`), is the fixed reader of the scan-cost
+measurement (harness/judge/scan_cost.py): row groups whose key statistics rule the range out are
+skipped, as any reader's row-group pruning would, and the visible rows are filtered.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from pyiceberg.io.pyarrow import (
     pyarrow_to_schema,
 )
 from pyiceberg.manifest import DataFile, DataFileContent, ManifestEntry
-from pyiceberg.schema import prune_columns
+from pyiceberg.schema import Schema, prune_columns
 from pyiceberg.table import FileScanTask, Table
 from pyiceberg.types import PrimitiveType
 
@@ -51,6 +55,7 @@ from generators.source import row_group_batches
 # Rows per decoded batch: ~80 MiB at 400 mixed columns, small enough beside the row group buffer.
 READ_BATCH_ROWS = 8_192
 PREFETCH_BATCHES = 2
+KeyRange = tuple[int, int]  # inclusive bounds of the key column
 
 
 @dataclass(frozen=True)
@@ -146,13 +151,25 @@ class _EqualityDeletesSetAside:
         return True
 
 
+def scan_rows(
+    table: Table, tasks: list[FileScanTask], keys: KeyRange | None = None, batch_rows: int = READ_BATCH_ROWS
+) -> Iterator[pa.RecordBatch]:
+    """The rows a pyiceberg reader sees in the planned `tasks` (position deletes applied), read as
+    the oracle reads them; with `keys`, only the rows whose key is in that range, and only the row
+    groups whose statistics allow one."""
+    for _, _, visible in _prefetched(_batches(table, tasks, batch_rows, keys), PREFETCH_BATCHES):
+        yield visible
+
+
 Batch = tuple[int, pa.RecordBatch, pa.RecordBatch]  # task index, batch as stored, as a reader sees it
 
 
-def _batches(table: Table, tasks: list[FileScanTask], batch_rows: int) -> Iterator[Batch]:
+def _batches(
+    table: Table, tasks: list[FileScanTask], batch_rows: int, keys: KeyRange | None = None
+) -> Iterator[Batch]:
     deletes = _DeleteCache(table, tasks)
     for index, task in enumerate(tasks):
-        for raw, visible in _read_task(table, task, deletes.positions_for(task), batch_rows):
+        for raw, visible in _read_task(table, task, deletes.positions_for(task), batch_rows, keys):
             yield index, raw, visible
         deletes.done(task)
 
@@ -192,9 +209,14 @@ def _prefetched(batches: Iterator[Batch], depth: int) -> Iterator[Batch]:
 
 
 def _read_task(
-    table: Table, task: FileScanTask, positions: list[pa.ChunkedArray] | None, batch_rows: int
+    table: Table,
+    task: FileScanTask,
+    positions: list[pa.ChunkedArray] | None,
+    batch_rows: int,
+    keys: KeyRange | None = None,
 ) -> Iterator[tuple[pa.RecordBatch, pa.RecordBatch]]:
-    """(batch as stored, batch as a reader sees it) for each bounded batch of one data file.
+    """(batch as stored, batch as a reader sees it) for each bounded batch of one data file; with
+    `keys`, of the row groups that may hold such a key, the visible rows filtered to the range.
 
     Read with ParquetFile.iter_batches one row group at a time, not a dataset scanner, which
     pre-buffers and decodes more (a file of one 100,000-row x 400-column row group: harness peak
@@ -214,23 +236,62 @@ def _read_task(
         )
         file_projection = prune_columns(file_schema, set(schema.field_ids), select_full_types=False)
         columns = [column.name for column in file_projection.columns]
-        start = 0
-        for batch in row_group_batches(parquet, batch_rows, columns, use_threads=True):
-            projected = _to_requested_schema(
-                schema,
-                file_projection,
-                batch,
-                downcast_ns_timestamp_to_us=True,
-                projected_missing_fields=missing,
-                allow_timestamp_tz_mismatch=True,
-            )
-            visible = projected
-            if positions:
-                visible = projected.take(
-                    _combine_positional_deletes(positions, start, start + batch.num_rows)
+        start = 0  # the file position of the batch's first row: position deletes count from 0
+        wanted = _row_groups_to_read(parquet, _file_key_name(table, file_schema), keys)
+        for row_group, read in enumerate(wanted):
+            if not read:
+                start += parquet.metadata.row_group(row_group).num_rows
+                continue
+            for batch in row_group_batches(
+                parquet, batch_rows, columns, use_threads=True, row_groups=[row_group]
+            ):
+                projected = _to_requested_schema(
+                    schema,
+                    file_projection,
+                    batch,
+                    downcast_ns_timestamp_to_us=True,
+                    projected_missing_fields=missing,
+                    allow_timestamp_tz_mismatch=True,
                 )
-            start += batch.num_rows
-            yield projected, visible
+                yield projected, _visible(projected, positions, start, keys)
+                start += batch.num_rows
+
+
+def _visible(
+    batch: pa.RecordBatch, positions: list[pa.ChunkedArray] | None, start: int, keys: KeyRange | None
+) -> pa.RecordBatch:
+    """What a reader sees of a batch that starts at file position `start`: position deletes
+    applied, and with `keys` the rows of that key range alone."""
+    if positions:
+        batch = batch.take(_combine_positional_deletes(positions, start, start + batch.num_rows))
+    if keys is None:
+        return batch
+    key = batch.column(KEY_COLUMN)
+    return batch.filter(pc.and_(pc.greater_equal(key, keys[0]), pc.less_equal(key, keys[1])))
+
+
+def _file_key_name(table: Table, file_schema: Schema) -> str | None:
+    """The key column's name in a data file (matched by field id: a file may predate a rename)."""
+    try:
+        return file_schema.find_field(table.schema().find_field(KEY_COLUMN).field_id).name
+    except ValueError:  # no key column in this file
+        return None
+
+
+def _row_groups_to_read(parquet: pq.ParquetFile, key_name: str | None, keys: KeyRange | None) -> list[bool]:
+    """Per row group, whether it may hold a key of `keys` by its min/max statistics (every row group
+    without `keys`, or where the statistics are missing)."""
+    metadata = parquet.metadata
+    paths = [metadata.schema.column(index).path for index in range(metadata.num_columns)]
+    if keys is None or key_name not in paths:
+        return [True] * metadata.num_row_groups
+    column = paths.index(key_name)
+    wanted = []
+    for row_group in range(metadata.num_row_groups):
+        statistics = metadata.row_group(row_group).column(column).statistics
+        known = statistics is not None and statistics.has_min_max
+        wanted.append(not known or (statistics.min <= keys[1] and statistics.max >= keys[0]))
+    return wanted
 
 
 class _DeleteCache:

@@ -5,9 +5,11 @@ worker's report decide."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from harness.base.caps import format_size
 from harness.base.growth import late_early_ratio
+from harness.judge.scan_cost import ScanReport
 from harness.model import Feed, KillNote, Status, WorkerOutcome, WorkerResult
 from harness.services.launcher import Launch
 
@@ -38,9 +40,7 @@ def classify(
         oom_kills=launched.oom_kills,
         worker_log=str(log),
     )
-    # VmHWM misses children (a JVM); the sampled tree rss misses short spikes: keep the larger.
-    sampled = max((sample[2] for sample in launched.timeline), default=0)
-    outcome.peak_rss_bytes = max(sampled, result.peak_rss_bytes or 0 if result else 0) or None
+    outcome.peak_rss_bytes = peak_rss(launched, result)
     if result is not None:
         outcome.write_s = result.write_s
         outcome.step_latencies_s = result.step_latencies_s
@@ -52,6 +52,36 @@ def classify(
             outcome.late_early_ratio = late_early_ratio(result.step_latencies_s)
     outcome.status, outcome.error = status_of(launched, result, log, outcome.cap_bytes, isolation, timeout_s)
     return outcome
+
+
+def peak_rss(launched: Launch, result: WorkerResult | None) -> int | None:
+    """VmHWM misses children (a JVM); the sampled tree rss misses short spikes: the larger."""
+    sampled = max((sample[2] for sample in launched.timeline), default=0)
+    return max(sampled, result.peak_rss_bytes or 0 if result else 0) or None
+
+
+def scan_figures(
+    launched: Launch, report: ScanReport | None, log: Path, *, isolation: str, timeout_s: float
+) -> dict[str, Any]:
+    """The record's scan fields from what the scan program reported and how it ended: a failed
+    or killed scan is its reason in `scan_error`, with whatever scan did finish."""
+    status, error = status_of(launched, report, log, launched.enforced_cap_bytes, isolation, timeout_s)
+    if status != "ok" and not (report and report.error):
+        error = f"scan process: {error}"  # it said nothing itself: how it ended
+    figures: dict[str, Any] = {
+        "scan_peak_rss_bytes": peak_rss(launched, report),
+        "scan_error": None if status == "ok" else error,
+    }
+    for name in ("full", "selective"):
+        scan = getattr(report, name) if report else None
+        if scan is not None:
+            figures.update({
+                f"{name}_scan_s": scan.seconds,
+                f"{name}_scan_files": scan.data_files,
+                f"{name}_scan_delete_files": scan.delete_files,
+                f"{name}_scan_rows": scan.rows,
+            })  # fmt: skip
+    return figures
 
 
 def status_of(

@@ -10,13 +10,14 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.base.caps import CgroupCap, format_size, make_cap, resolve_isolation
+from harness.base.caps import CgroupCap, MemoryCap, format_size, make_cap, resolve_isolation
 from harness.base.errors import IcebenchError, one_line, warn
 from harness.base.registry import source_hash
 from harness.base.results import ResultsStore, now_iso, read_report
@@ -26,8 +27,18 @@ from harness.engines.availability import unavailable_in
 from harness.engines.verifiers import get_verifier
 from harness.engines.writers import Writer, get_writer
 from harness.judge.oracle import TableState, capture_state, judge, unreadable_verdict
-from harness.model import Feed, RunRecord, Verdict, WorkerEnd, WorkerOutcome, WorkerResult, WorkerSpec
-from harness.run.classify import classify
+from harness.judge.scan_cost import SCAN_PROGRAM, ScanReport, ScanSpec, selective_keys
+from harness.model import (
+    Expectation,
+    Feed,
+    RunRecord,
+    Verdict,
+    WorkerEnd,
+    WorkerOutcome,
+    WorkerResult,
+    WorkerSpec,
+)
+from harness.run.classify import classify, scan_figures
 from harness.services.container import launch_container
 from harness.services.envs import Variant, library_env, pinned_versions, requirements_env
 from harness.services.launcher import Launch, RunningWorkers, WorkerHandle, launch_worker
@@ -168,8 +179,14 @@ class Runner:
             self._launch_all(workers, plan.cap_bytes)
             ends = [self._end(scenario, writer, plan, worker) for worker in workers]
             self._check_started(ends, plan.cap_bytes)
-            judgement = self._judge(scenario, writer, plan, ends, run_catalog, before)
-            record = build_record(identity, ends, judgement)
+            expected = scenario.expectation(plan.sets, ends, plan.limit_rows)
+            judgement = self._judge(scenario, writer, plan, ends, run_catalog, before, expected)
+            scan = (
+                self._scan_cost(scenario, plan, run_catalog, work, expected)
+                if self.settings.scan_cost
+                else {}
+            )
+            record = build_record(identity, ends, judgement, scan)
             if self.settings.profile == "memray" and (flamegraph := render_flamegraph(work)):
                 record.profile_flamegraph = str(flamegraph)
         except RunFailed as failed:
@@ -342,30 +359,74 @@ class Runner:
         # The worker's temp files (dlt's pipeline folder, Spark's scratch) go here, and are removed
         # from here whatever its end: a worker OOM-killed or SIGKILLed runs no cleanup of its own.
         scratch = work / SCRATCH_FOLDER
-        cap = make_cap(self.isolation, cap_bytes)
-        limits = {
+        limits = self._limits(worker_arguments(self.settings.profile, work), {"TMPDIR": str(scratch)})
+        try:
+            scratch.mkdir(exist_ok=True)
+            with self._capped(cap_bytes) as cap:
+                if isinstance(cap, CgroupCap) and self.isolation == "docker":
+                    worker.launched = launch_container(
+                        cap, spec_path, worker.log, image=self.settings.worker_image,
+                        read_only=[self.settings.data_dir, spec.source_dir], writable=[self.store.folder],
+                        on_start=on_start, **limits,
+                    )  # fmt: skip
+                else:
+                    worker.launched = launch_worker(
+                        cap, spec_path, worker.log, python=worker.python, on_start=on_start, **limits
+                    )
+        finally:
+            with signals_held():
+                shutil.rmtree(scratch, ignore_errors=True)
+        worker.result = read_report(spec.result_path, WorkerResult)
+
+    def _limits(self, python_arguments: list[str], environment: dict[str, str]) -> dict[str, Any]:
+        """What a process of the run is started with beside its cap: its time limit, how its
+        memory is sampled, its command after `python` and the variables it gets beyond ours."""
+        return {
             "timeout_s": self.settings.worker_timeout_s,
             "sample_interval_s": self.settings.sample_interval_s,
             "timeline_points": self.settings.timeline_points,
-            "python_arguments": worker_arguments(self.settings.profile, work),
-            "environment": {"TMPDIR": str(scratch)},
-            "on_start": on_start,
+            "python_arguments": python_arguments,
+            "environment": environment,
         }
+
+    @contextmanager
+    def _capped(self, cap_bytes: int | None) -> Iterator[MemoryCap]:
+        """A fresh cap of the run's isolation for one process, removed after it, whatever its end."""
+        cap = make_cap(self.isolation, cap_bytes)
         try:
-            scratch.mkdir(exist_ok=True)
-            if isinstance(cap, CgroupCap) and self.isolation == "docker":
-                worker.launched = launch_container(
-                    cap, spec_path, worker.log, image=self.settings.worker_image,
-                    read_only=[self.settings.data_dir, spec.source_dir], writable=[self.store.folder],
-                    **limits,
-                )  # fmt: skip
-            else:
-                worker.launched = launch_worker(cap, spec_path, worker.log, python=worker.python, **limits)
+            yield cap
         finally:
             with signals_held():
                 cap.close()
-                shutil.rmtree(scratch, ignore_errors=True)
-        worker.result = read_report(spec.result_path, WorkerResult)
+
+    def _scan_cost(
+        self, scenario: Scenario, plan: RunPlan, run_catalog: RunCatalog, work: Path, expected: Expectation
+    ) -> dict[str, Any]:
+        """What reading the table costs now (harness/judge/scan_cost.py): a full and a selective
+        scan by the fixed reader, in a process of its own under the run's cap. The table is as
+        the write left it, or at its previous snapshot after a failed one (readable either way);
+        the selective scan asks for the first 1% of the keys it should hold (`expected`).
+
+        After the oracle: the verdict is on the table as the writer left it, untouched, and the
+        oracle's read has put every writer's files in the page cache alike, so the scans compare
+        planning, decoding and deletes, not where the writer's files happened to be."""
+        spec = ScanSpec(
+            catalog=run_catalog.properties,
+            table=scenario.table_identifier(run_catalog.namespace),
+            keys=selective_keys(expected.key_ranges or [(0, 0)]),  # (0, 0): an empty table
+            result_path=work / "scan-result.json",
+        )
+        spec_path, log = work / "scan-spec.json", work / "scan.log"
+        spec_path.write_text(spec.model_dump_json(indent=2))
+        with self._capped(plan.cap_bytes) as cap:
+            launched = launch_worker(cap, spec_path, log, **self._limits(SCAN_PROGRAM, {}))
+        return scan_figures(
+            launched,
+            read_report(spec.result_path, ScanReport),
+            log,
+            isolation=self.isolation if plan.cap_bytes else "none",
+            timeout_s=self.settings.worker_timeout_s,
+        )
 
     def _end(self, scenario: Scenario, writer: type[Writer], plan: RunPlan, worker: WorkerRun) -> WorkerEnd:
         """What came of one worker: its report, or what its scenario finds it left when it died."""
@@ -403,8 +464,10 @@ class Runner:
         ends: list[WorkerEnd],
         run_catalog: RunCatalog,
         before: TableState,
+        expected: Expectation,
     ) -> Judgement:
-        """The oracle's verdict, its time and the harness's resident peak meanwhile."""
+        """The oracle's verdict on the table against what the scenario `expected` of the run, its
+        time and the harness's resident peak meanwhile."""
         error = run_error(ends)
         start = time.perf_counter()
         catalog = run_catalog.open()
@@ -414,7 +477,7 @@ class Runner:
                 table = catalog.load_table(scenario.table_identifier(run_catalog.namespace))
                 verdict, metrics = judge(
                     table,
-                    expected=scenario.expectation(plan.sets, ends, plan.limit_rows),
+                    expected=expected,
                     expected_schema=scenario.expected_schema(plan.sets),
                     error=error,
                     before=before,
@@ -451,15 +514,18 @@ def run_error(ends: list[WorkerEnd]) -> str | None:
     return "; ".join(f"worker {o.name} ({o.source_set}): {o.error}" for o in failed) or None
 
 
-def build_record(identity: dict[str, Any], ends: list[WorkerEnd], judgement: Judgement) -> RunRecord:
-    """The run's record, once: its identity, its workers' figures, the oracle's findings."""
+def build_record(
+    identity: dict[str, Any], ends: list[WorkerEnd], judgement: Judgement, scan: dict[str, Any] | None = None
+) -> RunRecord:
+    """The run's record, once: its identity, its workers' figures, the oracle's findings and what
+    scanning the table cost (`scan`: RunRecord fields)."""
     outcomes = [end.outcome for end in ends]
     figures = worker_figures(outcomes[0]) if len(outcomes) == 1 else combined_figures(outcomes)
     if not figures.get("versions"):  # no worker reported: the versions this process would run
         figures.pop("versions", None)
     known = {name: value for name, value in judgement.metrics.items() if name in RunRecord.model_fields}
     return RunRecord(
-        **{**identity, **figures, **known, "error": run_error(ends)},
+        **{**identity, **figures, **known, **(scan or {}), "error": run_error(ends)},
         verdict=judgement.verdict,
         verify_s=judgement.verify_s,
         verify_peak_rss_bytes=judgement.verify_peak_rss_bytes,

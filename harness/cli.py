@@ -10,9 +10,11 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -43,7 +45,7 @@ from harness.run.matrix import (
     prepare_data,
     run_matrix,
 )
-from harness.run.rounds import RoundsConfig, load_rounds_config, run_rounds
+from harness.run.rounds import load_rounds_config, run_rounds
 from harness.run.runner import Runner, RunPlan
 from harness.services.envs import variants
 from harness.services.leftovers import sweep_leftovers
@@ -81,6 +83,8 @@ from reports.summary import (
 from scenarios import get_scenario, scenarios
 from scenarios.base import DataSets
 from scenarios.rounds import PHASES
+
+ConfigTable = TypeVar("ConfigTable", bound=BaseModel)
 
 # Writer libraries whose versions a run can vary (--pyiceberg 0.9.1,0.12.0).
 VERSIONED_LIBRARIES = ("pyiceberg", "dlt", "polars", "daft")
@@ -560,34 +564,45 @@ def cmd_scenarios(_: argparse.Namespace) -> None:
     console.print(table)
 
 
+def _with_flags(config: ConfigTable, **flags: object) -> ConfigTable:
+    """A config file's table with the flags given on the command line on top, validated again."""
+    given = {name: value for name, value in flags.items() if value}
+    return type(config).model_validate({**config.model_dump(), **given})
+
+
 def cmd_matrix(args: argparse.Namespace) -> None:
     settings = _settings(args)
-    config = load_matrix_config(args.config)
-    overrides = {
-        k: v
-        for k, v in (
-            ("presets", args.preset),
-            ("scenarios", args.scenarios),
-            ("writers", args.writers),
-            ("repeat", args.repeat),
-            ("batches", args.batches),
-            ("scale_writers", args.scale),
-        )
-        if v
-    }
-    config = MatrixConfig.model_validate({**config.model_dump(), **overrides}).resolved()
+    config = _with_flags(
+        load_matrix_config(args.config),
+        presets=args.preset,
+        scenarios=args.scenarios,
+        writers=args.writers,
+        repeat=args.repeat,
+        batches=args.batches,
+        scale_writers=args.scale,
+    ).resolved()
     axis = f", {len(config.scale_writers)} writers at {config.batches} batches" if config.batches else ""
+    what = (
+        f"{len(config.scenarios)} scenarios x {len(config.writers)} writers x "
+        f"presets {', '.join(config.presets)}, {config.repeat}x each{axis}"
+    )
+    _run_workload("matrix", what, settings, args.report, partial(run_matrix, settings, config))
+
+
+def _run_workload(
+    command: str, what: str, settings: Settings, report: bool, workload: Callable[..., list[RunRecord]]
+) -> None:
+    """Says what runs where, runs `workload(store, stack, events)` in a session, then prints the
+    tables, where the results are and, if asked, writes the report."""
     console.print(
-        f"icebench matrix: {len(config.scenarios)} scenarios x {len(config.writers)} writers x "
-        f"presets {', '.join(config.presets)}, {config.repeat}x each{axis}, "
-        f"cap {format_size(parse_size(settings.memory))} "
+        f"icebench {command}: {what}, cap {format_size(parse_size(settings.memory))} "
         f"({resolve_isolation(settings.isolation)}), stack {settings.stack}"
     )
     with _session(settings) as (store, stack):
-        records = run_matrix(settings, config, store, stack, RichEvents())
-    _print_results(records, title=f"icebench matrix {store.run_id}")
+        records = workload(store, stack, RichEvents())
+    _print_results(records, title=f"icebench {command} {store.run_id}")
     console.print(f"results: {store.runs_path}")
-    if args.report:
+    if report:
         _print_report(write_report(store.folder))
 
 
@@ -623,29 +638,16 @@ def cmd_scale(args: argparse.Namespace) -> None:
 def cmd_rounds(args: argparse.Namespace) -> None:
     """Each writer's rounds of phases on its own table, judged after every phase."""
     settings = _settings(args)
-    config = load_rounds_config(args.config)
-    overrides = {
-        key: value
-        for key, value in (
-            ("preset", args.preset),
-            ("writers", args.writers),
-            ("rounds", args.rounds),
-            ("phases", args.phases),
-        )
-        if value
-    }
-    config = RoundsConfig.model_validate({**config.model_dump(), **overrides}).resolved()
-    console.print(
-        f"icebench rounds: {len(config.writers)} writers x {config.rounds} rounds of "
-        f"{', '.join(config.phases)} on {config.preset}, cap {format_size(parse_size(settings.memory))} "
-        f"({resolve_isolation(settings.isolation)}), stack {settings.stack}"
-    )
-    with _session(settings) as (store, stack):
-        records = run_rounds(settings, config, store, stack, RichEvents())
-    _print_results(records, title=f"icebench rounds {store.run_id}")
-    console.print(f"results: {store.runs_path}")
-    if args.report:
-        _print_report(write_report(store.folder))
+    config = _with_flags(
+        load_rounds_config(args.config),
+        preset=args.preset,
+        writers=args.writers,
+        rounds=args.rounds,
+        phases=args.phases,
+    ).resolved()
+    phases = ", ".join(config.phases)
+    what = f"{len(config.writers)} writers x {config.rounds} rounds of {phases} on {config.preset}"
+    _run_workload("rounds", what, settings, args.report, partial(run_rounds, settings, config))
 
 
 def cmd_baseline(args: argparse.Namespace) -> None:

@@ -37,6 +37,11 @@ def comma_list(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
+def comma_separated(value: object) -> object:
+    """A config list given as one `a,b` string (a flag, an environment variable) made a list."""
+    return comma_list(value) if isinstance(value, str) else value
+
+
 class MatrixConfig(BaseModel):
     """The `[matrix]` table of a config file; empty lists mean all."""
 
@@ -60,10 +65,9 @@ class MatrixConfig(BaseModel):
         True, description="each pair also on its whole set (icebench scale: only the axis)"
     )
 
-    @field_validator("presets", "scenarios", "writers", "scale_writers", mode="before")
-    @classmethod
-    def _split(cls, value: object) -> object:
-        return comma_list(value) if isinstance(value, str) else value
+    _split = field_validator("presets", "scenarios", "writers", "scale_writers", mode="before")(
+        comma_separated
+    )
 
     @field_validator("batches")
     @classmethod

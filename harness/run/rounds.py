@@ -20,7 +20,7 @@ from harness.base.results import ResultsStore
 from harness.base.settings import Settings, read_table
 from harness.engines.writers import get_writer
 from harness.model import RunRecord
-from harness.run.matrix import MatrixEvents, comma_list, prepare_data
+from harness.run.matrix import MatrixEvents, comma_separated, prepare_data
 from harness.run.runner import Runner, RunPlan
 from harness.services.stacks import Stack
 from scenarios.rounds import PHASES, RoundPhase, RoundsTable
@@ -37,10 +37,7 @@ class RoundsConfig(BaseModel):
     rounds: int = Field(5, ge=2, le=100, description="at least two: the degradation rate compares rounds")
     phases: list[str] = Field(default_factory=lambda: list(PHASES), description="in order, each round")
 
-    @field_validator("writers", "phases", mode="before")
-    @classmethod
-    def _split(cls, value: object) -> object:
-        return comma_list(value) if isinstance(value, str) else value
+    _split = field_validator("writers", "phases", mode="before")(comma_separated)
 
     @field_validator("phases")
     @classmethod

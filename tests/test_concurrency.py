@@ -24,8 +24,15 @@ from scenarios.base import register_set
 
 SCENARIO = "concurrent-writers"
 # Both workers append: writers that only upsert have no part in this race. Every writer whose
-# commits pyiceberg makes (and retries), its own calls or an engine's (polars, daft, dlt) underneath.
-PYICEBERG_WRITERS = [n for n, w in writers().items() if w.pyiceberg_commits and w.supports(Operation.APPEND)]
+# commits pyiceberg makes (and retries), its own calls or an engine's (polars, daft, dlt) underneath,
+# that runs on this module's embedded stack (dlt-iceberg takes REST catalogs only).
+PYICEBERG_WRITERS = [
+    n
+    for n, w in writers().items()
+    if w.pyiceberg_commits
+    and w.supports(Operation.APPEND)
+    and w.supports_catalog(EmbeddedStack.catalog_shape) is None
+]
 NO_RETRIES = "0.9.1"  # pyiceberg retries commit conflicts from 0.12.0 on
 
 

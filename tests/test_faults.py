@@ -88,7 +88,11 @@ def test_killed_writer_leaves_the_last_committed_snapshot(runner, tiny_sets, exp
         assert (record.orphan_bytes > 0) == (record.orphan_files > 0)
 
 
-@pytest.mark.parametrize("writer", [n for n, w in writers().items() if not w.consumes_batches])
+# Writers that write at all (iceberg-rust's row is refused for that, before any scenario).
+@pytest.mark.parametrize(
+    "writer",
+    [n for n, w in writers().items() if not w.consumes_batches and any(w.supports(op) for op in Operation)],
+)
 def test_engines_without_batch_steps_are_recorded_unsupported_with_the_reason(runner, tiny_sets, writer):
     plan = RunPlan("crash-before-commit", writer, "tiny", tiny_sets, 2_000, cap_bytes=1 << 30)
     record = runner.run(plan)

@@ -137,7 +137,7 @@ class Runner:
         writer = get_writer(plan.writer)
         identity = self._identity(plan, scenario, writer)
         if refused := self._refused(scenario, writer, identity):  # before any folder or catalog is made
-            return refused
+            return self._conclude(refused, [], scenario)
         try:
             run_catalog = self.new_catalog(f"{plan.scenario}-{plan.writer}")
         except OSError as exc:  # a full or unwritable results folder: this run's error, not the matrix's
@@ -145,9 +145,10 @@ class Runner:
                 RunRecord(**identity, status="error", error=f"run set-up failed: {one_line(exc)}")
             )
         try:
-            return self.run_on(plan, scenario, run_catalog, run_catalog.work, identity)
-        finally:
+            record, ends = self._attempt(plan, scenario, run_catalog, run_catalog.work, identity)
+        finally:  # the space its files took is back before its record is written (a full disk)
             self.release(run_catalog)
+        return self._conclude(record, ends, scenario)
 
     def new_catalog(self, label: str) -> RunCatalog:
         """A catalog and namespace of a run's own, in a new work folder of the results."""
@@ -158,20 +159,25 @@ class Runner:
         """What a catalog from `new_catalog` holds removed (unless the settings keep it)."""
         self._release(run_catalog, keep=self.settings.keep_warehouse)
 
-    def run_on(
+    def run_on(self, plan: RunPlan, scenario: Scenario, run_catalog: RunCatalog, work: Path) -> RunRecord:
+        """One run of `plan` as `scenario` says, in `run_catalog` (which the caller releases), the
+        workers' files in `work`: the rounds workload runs its phases so, on one table."""
+        record, ends = self._attempt(plan, scenario, run_catalog, work)
+        return self._conclude(record, ends, scenario)
+
+    def _attempt(
         self,
         plan: RunPlan,
         scenario: Scenario,
         run_catalog: RunCatalog,
         work: Path,
         identity: dict[str, Any] | None = None,
-    ) -> RunRecord:
-        """One run of `plan` as `scenario` says, in `run_catalog` (which the caller releases), the
-        workers' files in `work`: the rounds workload runs its phases so, on one table."""
+    ) -> tuple[RunRecord, list[WorkerEnd]]:
+        """The run's record, not yet written, and how each worker ended."""
         writer = get_writer(plan.writer)
         identity = identity or self._identity(plan, scenario, writer)
         if refused := self._refused(scenario, writer, identity, run_catalog):
-            return refused
+            return refused, []
         ends: list[WorkerEnd] = []
         try:
             before = self._prepare(scenario, run_catalog, plan.sets)
@@ -194,6 +200,10 @@ class Runner:
         except OSError as exc:  # the harness's own files (spec, result) on a full or broken disk
             error = f"the harness could not run the worker: {one_line(exc)}"
             record = RunRecord(**identity, status="error", error=error)
+        return record, ends
+
+    def _conclude(self, record: RunRecord, ends: list[WorkerEnd], scenario: Scenario) -> RunRecord:
+        """The record written; bad input a worker met (not on purpose) is the command's error."""
         self._finish(record)
         bad_input = next(
             (end.result for end in ends if end.result and end.result.error_kind == "bad_input"), None
@@ -214,8 +224,8 @@ class Runner:
         try:
             reason = self._refusal(scenario, writer, run_catalog)
         except RunFailed as failed:
-            return self._finish(RunRecord(**identity, status="error", error=str(failed)))
-        return self._finish(RunRecord(**identity, status="unsupported", error=reason)) if reason else None
+            return RunRecord(**identity, status="error", error=str(failed))
+        return RunRecord(**identity, status="unsupported", error=reason) if reason else None
 
     def _refusal(
         self, scenario: Scenario, writer: type[Writer], run_catalog: RunCatalog | None = None

@@ -47,6 +47,9 @@ class RoundsConfig(BaseModel):
             raise ValueError(
                 f"phases are distinct names from {', '.join(PHASES)}, in the order of a round; got {value}"
             )
+        if {"append", "upsert"} <= set(value) and value.index("upsert") < value.index("append"):
+            # an append after the upsert would add the round's keys a second time
+            raise ValueError(f"a round appends before it upserts; got {value}")
         return value
 
     def resolved(self) -> RoundsConfig:

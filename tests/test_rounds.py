@@ -154,8 +154,9 @@ def test_bad_rounds_config_is_one_line(capsys, cli_settings):
         RoundsConfig(phases=["append", "compact"])
     with pytest.raises(ValueError):
         RoundsConfig(rounds=1)  # no degradation from one round
-    with pytest.raises(ValueError, match="appends before it upserts"):
-        RoundsConfig(phases=["upsert", "append"])
+    for phases in (["upsert", "append"], ["replace", "append"]):
+        with pytest.raises(ValueError, match="appends first"):
+            RoundsConfig(phases=phases)
     with pytest.raises(IcebenchError, match="unknown writer"):
         RoundsConfig(writers=["nope"]).resolved()
     code = main(["rounds", "--preset", "tiny", "--writers", "nope"])

@@ -47,9 +47,9 @@ class RoundsConfig(BaseModel):
             raise ValueError(
                 f"phases are distinct names from {', '.join(PHASES)}, in the order of a round; got {value}"
             )
-        if {"append", "upsert"} <= set(value) and value.index("upsert") < value.index("append"):
-            # an append after the upsert would add the round's keys a second time
-            raise ValueError(f"a round appends before it upserts; got {value}")
+        if "append" in value and value[0] != "append":
+            # an append after the round's upsert or replace would add its keys a second time
+            raise ValueError(f"a round that appends appends first; got {value}")
         return value
 
     def resolved(self) -> RoundsConfig:

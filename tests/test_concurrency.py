@@ -33,6 +33,9 @@ PYICEBERG_WRITERS = [
     and w.supports(Operation.APPEND)
     and w.supports_catalog(EmbeddedStack.catalog_shape) is None
 ]
+# dlt loads the table from the catalog in its own load stage, after the rendezvous: whether its
+# commit meets a stale snapshot (and retries) depends on how the two workers' stages interleave.
+LOADS_ITS_OWN_TABLE = {"dlt"}
 NO_RETRIES = "0.9.1"  # pyiceberg retries commit conflicts from 0.12.0 on
 
 
@@ -54,7 +57,8 @@ def test_both_appends_land_after_pyiceberg_retries(
         ("b", "replacement", "ok"),
     ]
     # The rendezvous makes the race certain: someone's commit met the other's snapshot and retried.
-    assert sum(w.commit_retries for w in record.workers) >= 1
+    if writer not in LOADS_ITS_OWN_TABLE:
+        assert sum(w.commit_retries for w in record.workers) >= 1
     assert record.wall_s == max(w.wall_s for w in record.workers)
     assert record.peak_memory_bytes == max(w.peak_memory_bytes for w in record.workers)
     assert checks_of(record)["a_worker_landed"].actual == "2 of 2"

@@ -1,7 +1,11 @@
 """The same scenarios through S3 (moto) and a real Iceberg REST catalog server over HTTP on loopback."""
 
 import ipaddress
+import json
 import os
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import psutil
 import pyarrow as pa
@@ -143,3 +147,41 @@ def test_release_removes_every_table_of_the_namespace_and_its_folder(services_ru
     assert run.namespace not in [ns[-1] for ns in catalog.list_namespaces()]
     bucket = stack.endpoint.filesystem().get_file_info(FileSelector(stack.endpoint.bucket, recursive=True))
     assert not [info.path for info in bucket if info.type == FileType.File and run.namespace in info.path]
+
+
+def test_every_transaction_the_catalog_accepts_lands(services_runner, tmp_path):
+    """Concurrent `/v1/transactions/commit` requests (DuckDB commits this way), each setting its
+    own table property: every one answered 204 must be in the table. A lost compare-and-swap must
+    be retried with the change re-applied, or refused, never answered with success and dropped."""
+    stack = services_runner.stack
+    run = stack.catalog_for_run(tmp_path, "concurrent_transactions")
+    catalog = run.open()
+    catalog.create_namespace(run.namespace)
+    catalog.create_table(f"{run.namespace}.t", schema=pa.schema([pa.field("id", pa.int64())]))
+    token = os.environ[CATALOG_TOKEN_VARIABLE]
+
+    def commit(index: int) -> int:
+        change = {
+            "identifier": {"namespace": [run.namespace], "name": "t"},
+            "requirements": [],
+            "updates": [{"action": "set-properties", "updates": {f"writer-{index}": "landed"}}],
+        }
+        request = urllib.request.Request(
+            f"{stack.catalog_uri}/v1/transactions/commit",
+            data=json.dumps({"table-changes": [change]}).encode(),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return response.status
+        except urllib.error.HTTPError as refused:  # 409: the retries ran out, nothing committed
+            return refused.code
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        statuses = list(pool.map(commit, range(32)))
+
+    assert set(statuses) <= {204, 409} and statuses.count(204) >= 8, statuses
+    properties = catalog.load_table(f"{run.namespace}.t").properties
+    landed = sorted(int(k.removeprefix("writer-")) for k in properties if k.startswith("writer-"))
+    assert landed == [i for i, status in enumerate(statuses) if status == 204]
+    stack.release(run, keep=False)

@@ -1,10 +1,10 @@
 package org.apache.iceberg.rest;
 
-import java.util.ArrayList;
 import java.util.List;
 import org.apache.iceberg.BaseTable;
 import org.apache.iceberg.BaseTransaction;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.TableOperations;
 import org.apache.iceberg.Transaction;
 import org.apache.iceberg.Transactions;
 import org.apache.iceberg.catalog.Catalog;
@@ -21,22 +21,32 @@ public final class IcebenchBridge {
   }
 
   /**
-   * Validates every table change against an in-memory transaction first, then commits them one
-   * by one. Like Iceberg's RESTCatalogAdapter: not atomic across tables on a JDBC catalog.
+   * Validates every table change against an in-memory transaction first, then commits each one
+   * through CatalogHandlers.commit on the table's own operations, which re-checks the change's
+   * requirements and re-applies its updates on every retry. Not atomic across tables on a JDBC
+   * catalog (as RESTCatalogAdapter).
+   *
+   * <p>Iceberg's RESTCatalogAdapter commits the in-memory transactions instead. Their changes are
+   * not PendingUpdates, so when the swap loses a race BaseTransaction's retry has nothing to
+   * re-apply and commits the refreshed metadata unchanged: a no-op answered with success, and the
+   * change is lost (seen with two concurrent DuckDB appends, both answered 204, one landed).
    */
   public static void commitTransaction(Catalog catalog, CommitTransactionRequest request) {
-    List<Transaction> txns = new ArrayList<>();
-    for (UpdateTableRequest change : request.tableChanges()) {
+    List<UpdateTableRequest> changes = request.tableChanges();
+    TableOperations[] operations = new TableOperations[changes.size()];
+    for (int i = 0; i < changes.size(); i++) {
+      UpdateTableRequest change = changes.get(i);
       Table table = catalog.loadTable(change.identifier());
       if (!(table instanceof BaseTable)) {
         throw new IllegalStateException("Cannot wrap catalog that does not produce BaseTable");
       }
-      Transaction txn =
-          Transactions.newTransaction(change.identifier().toString(), ((BaseTable) table).operations());
-      txns.add(txn);
-      BaseTransaction.TransactionTable txTable = (BaseTransaction.TransactionTable) txn.table();
-      CatalogHandlers.commit(txTable.operations(), change);
+      operations[i] = ((BaseTable) table).operations();
+      Transaction dryRun = Transactions.newTransaction(change.identifier().toString(), operations[i]);
+      BaseTransaction.TransactionTable txTable = (BaseTransaction.TransactionTable) dryRun.table();
+      CatalogHandlers.commit(txTable.operations(), change); // validates; commits in memory only
     }
-    txns.forEach(Transaction::commitTransaction);
+    for (int i = 0; i < changes.size(); i++) {
+      CatalogHandlers.commit(operations[i], changes.get(i));
+    }
   }
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import statistics
+import textwrap
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
@@ -27,9 +28,11 @@ from harness.base.caps import format_size
 from harness.model import Metric, RunRecord, metrics, run_key
 from reports.fits import Fit, point_batches
 from reports.rounds import followed_metrics, phase_series
+from reports.verdict import VerdictGroup, VerdictRow, cap_text, verdict_groups
 
 MIB = 2**20
 STATUS_COLOURS = {"ok": "#4c72b0", "oom": "#c44e52", "error": "#8c8c8c"}
+FAILED_RED = "#c44e52"
 
 
 def representatives(records: Iterable[RunRecord]) -> list[RunRecord]:
@@ -342,3 +345,127 @@ def rounds_figure(records: Sequence[RunRecord]) -> Figure | None:
             axis.yaxis.set_major_formatter(lambda value, _: format_size(int(value)))
     figure.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize="small")
     return figure
+
+
+def verdict_figure(records: Sequence[RunRecord]) -> Figure | None:
+    """Write time against resident peak, a panel per operation (and preset, cap): a point per
+    writer that passed, a red x per failed one (an OOM on the cap line, at the time it was killed),
+    the cap as a line; the writers that did not run, or left no figure, named under the panel."""
+    groups = [
+        group for group in verdict_groups(records) if any(_verdict_point(row, group) for row in group.rows)
+    ]
+    if not groups:
+        return None
+    columns = min(len(groups), 2)  # two across: legible at a page's width
+    rows = -(-len(groups) // columns)
+    figure = plt.figure(figsize=(7.0 * columns, 3.6 * rows + 0.7))
+    # Per group a panel and, right of it, the room for its list of writers, then a gap (laid out
+    # by hand: the list is text beside the panel, which a constrained layout squeezes the panel for).
+    ratios = [
+        ratio for column in range(columns) for ratio in (1.0, 1.05, 0.25 if column < columns - 1 else 0)
+    ]
+    height = figure.get_figheight()
+    grid = figure.add_gridspec(
+        rows, len(ratios), width_ratios=ratios, wspace=0.05, hspace=0.45,
+        left=0.06, right=0.99, top=1 - 0.75 / height, bottom=0.45 / height,
+    )  # fmt: skip
+    colours = _colours(row.writer for group in groups for row in group.rows)
+    for index, group in enumerate(groups):
+        row, column = divmod(index, columns)
+        listing = figure.add_subplot(grid[row, 3 * column + 1])
+        listing.axis("off")
+        _verdict_panel(figure.add_subplot(grid[row, 3 * column]), listing, group, colours)
+    figure.suptitle(
+        "Which writer? Lower left is better (x: failed; red line: the memory cap)",
+        y=1 - 0.2 / height, fontsize=12,
+    )  # fmt: skip
+    return figure
+
+
+def _verdict_point(row: VerdictRow, group: VerdictGroup) -> tuple[float, float] | None:
+    """Where a writer's row is drawn: (seconds, MiB); an OOM at the cap, at the time it was killed."""
+    seconds = row.write_s if row.write_s is not None else row.wall_s
+    if seconds is None or row.outcome in ("unsupported", "unjudged"):
+        return None
+    if row.outcome == "OOM" and group.cap_bytes:
+        return seconds, group.cap_bytes / MIB
+    if row.peak_rss_bytes is None:
+        return None
+    return seconds, row.peak_rss_bytes / MIB
+
+
+def _verdict_panel(axis: Axes, listing: Axes, group: VerdictGroup, colours: dict[str, str]) -> None:
+    """The points (a passed writer's marker carries its rank; a failed one is a red x with its
+    name), the cap line, the ranked list right of the panel and the absent writers under it."""
+    drawn = [(row, point) for row in group.rows if (point := _verdict_point(row, group)) is not None]
+    for row, (x, y) in reversed(drawn):  # rank 1 drawn last: on top where points meet
+        if row.outcome == "pass":
+            axis.scatter(x, y, s=190, color=colours[row.writer], edgecolor="black", lw=0.6, zorder=3)
+            axis.text(x, y, str(row.rank), ha="center", va="center", fontsize=7, fontweight="bold",
+                      color="white", zorder=4)  # fmt: skip
+        else:
+            axis.scatter(x, y, s=90, marker="x", color=FAILED_RED, lw=2.2, zorder=5)
+            axis.annotate(f"{row.writer}: {row.outcome}", (x, y), xytext=(6, 6), textcoords="offset points",
+                          fontsize=7.5, color=FAILED_RED, zorder=5)  # fmt: skip
+    if group.cap_bytes:
+        axis.axhline(group.cap_bytes / MIB, color=FAILED_RED, ls="--", lw=1.2)
+        axis.text(0.01, group.cap_bytes / MIB, f"{cap_text(group.cap_bytes)}", color=FAILED_RED,
+                  va="bottom", fontsize=8, transform=axis.get_yaxis_transform())  # fmt: skip
+    times = [x for _, (x, _) in drawn]
+    if len(times) > 1 and max(times) / max(min(times), 1e-9) > 8:
+        axis.set_xscale("log")
+    else:
+        axis.set_xlim(0, max(times) * 1.15)
+    heights = [y for _, (_, y) in drawn] + [group.cap_bytes / MIB if group.cap_bytes else 0]
+    axis.set_ylim(0, max(heights) * 1.1)
+    axis.set_title(f"{group.operation} ({group.preset}, {cap_text(group.cap_bytes)})", fontweight="bold")
+    axis.set_xlabel("write time, s (failed: until it ended)")
+    axis.set_ylabel("peak resident memory, MiB")
+    axis.grid(alpha=0.3, which="both")
+    _ranked_list(listing, [row for row, _ in drawn], colours, _absent_notes(group))
+
+
+def _ranked_list(
+    listing: Axes, rows: Sequence[VerdictRow], colours: dict[str, str], notes: list[str]
+) -> None:
+    """Beside the panel, top down: the passed writers by rank, each with its marker, time and
+    peak; then the failed ones in red; then the notes on the writers without a point."""
+    step = min(0.085, 0.95 / max(len(rows) + len(notes), 1))
+    for index, row in enumerate(rows):
+        height = 0.97 - index * step
+        passed = row.outcome == "pass"
+        if passed:
+            listing.scatter(0.03, height, s=120, color=colours[row.writer], edgecolor="black", lw=0.5)
+            listing.text(0.03, height, str(row.rank), ha="center", va="center", fontsize=6.5,
+                         fontweight="bold", color="white")  # fmt: skip
+        else:
+            listing.scatter(0.03, height, s=50, marker="x", color=FAILED_RED, lw=1.8)
+        seconds = row.write_s if row.write_s is not None else row.wall_s
+        figures = f"{seconds:.2f} s, {(row.peak_rss_bytes or 0) / MIB:.0f} MiB" if passed else row.outcome
+        listing.text(0.08, height, f"{row.writer}  ({figures})", va="center", fontsize=8,
+                     color="black" if passed else FAILED_RED)  # fmt: skip
+    if notes:
+        listing.text(0.0, 0.97 - (len(rows) + 0.4) * step, "\n".join(notes), va="top", fontsize=7.5,
+                     color="#444", linespacing=1.5)  # fmt: skip
+    listing.set_xlim(0, 1)
+    listing.set_ylim(0, 1)
+
+
+def _absent_notes(group: VerdictGroup) -> list[str]:
+    """The writers a panel has no point for, and why: unsupported, or no figure recorded."""
+    unsupported = [row.writer for row in group.rows if row.outcome == "unsupported"]
+    unplotted = [
+        row for row in group.rows if row.outcome != "unsupported" and _verdict_point(row, group) is None
+    ]
+    notes = _wrapped("not supported: ", unsupported)
+    for row in unplotted:
+        notes += _wrapped(f"{row.outcome}, no figure: ", [row.writer])
+    return notes
+
+
+def _wrapped(prefix: str, names: Sequence[str], width: int = 58) -> list[str]:
+    if not names:
+        return []
+    return textwrap.wrap(
+        prefix + ", ".join(names), width=width, subsequent_indent="    ", break_on_hyphens=False
+    )

@@ -28,6 +28,7 @@ Outcome = Literal["pass", "FAIL", "OOM", "error", "unsupported", "unjudged"]
 # The order of the rows listed apart: what a reader must know first (the table was wrong) first.
 APART_ORDER: tuple[Outcome, ...] = ("FAIL", "OOM", "error", "unjudged", "unsupported")
 REASON_CHARS = 110  # a reason is one line of a table cell
+TERMINAL_REASON_CHARS = 72  # two or three lines of the result column at 100 columns
 OUTCOME_STYLE = {"pass": "green", "FAIL": "bold red", "OOM": "bold red", "error": "red"}
 
 
@@ -105,8 +106,10 @@ def reason_of(record: RunRecord) -> str:
         return _reason_line(f"OOM-killed at the {cap_text(record.cap_bytes)}{peak}")
     if outcome == "unjudged":
         return "the oracle did not judge the table"
-    if outcome == "unsupported":  # "pyiceberg-add-files does not support upsert": the row names it
-        return _reason_line((record.error or "").removeprefix(f"{record.writer} "))
+    if outcome == "unsupported":  # "<writer> does not support this catalog: <why>": the gist; the
+        # whole reason is in the report's and the summary's table of writers that did not run.
+        gist = (record.error or "").removeprefix(f"{record.writer} ").split(": ", 1)[0]
+        return _reason_line(gist)
     return _reason_line(record.error or "") if outcome != "pass" else ""
 
 
@@ -287,7 +290,11 @@ def verdict_table(records: Iterable[RunRecord], title: str = "verdict") -> Table
     for group in groups:
         table.add_row("", f"[bold]{group.operation}[/] {escape(group.preset)}, {cap_text(group.cap_bytes)}")
         for row in shown_rows(group):
-            rank, writer, _, seconds, peak, growth, reason = (escape(cell) for cell in verdict_cells(row))
+            rank, writer, _, seconds, peak, growth, reason = verdict_cells(row)
+            rank, writer, seconds, peak, growth = (
+                escape(cell) for cell in (rank, writer, seconds, peak, growth)
+            )
+            reason = escape(one_line(reason, TERMINAL_REASON_CHARS))
             result = f"[{OUTCOME_STYLE.get(row.outcome, 'dim')}]{row.outcome}[/]" + (
                 f": {reason}" if reason else ""
             )

@@ -294,7 +294,7 @@ def _writer_bar_panels(
     several = len({r.preset for r in runs}) > 1
     by_scenario = _by_scenario(runs)
     figure, axes = _panels(
-        len(by_scenario), height=row_height * max(len(v) for v in by_scenario.values()) + 1.4
+        len(by_scenario), width=7.5, height=row_height * max(len(v) for v in by_scenario.values()) + 1.4
     )
     panels = [
         (axis, scenario, sorted(group, key=lambda r: _label(r, several)))
@@ -397,6 +397,7 @@ def scan_figure(records: Sequence[RunRecord]) -> Figure | None:
         axis.invert_yaxis()
         axis.set_title(scenario)
         axis.set_xlabel("s (label: data files / delete files planned)")
+        axis.margins(x=0.2)  # room for the labels right of the longest bar
         axis.grid(alpha=0.3, axis="x")
         _legend_outside(axis)
         _not_run_note(axis, [_unsupported_note(records, scenario)], below=-0.12)

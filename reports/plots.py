@@ -565,7 +565,7 @@ def _verdict_panel(axis: Axes, listing: Axes, group: VerdictGroup, colours: dict
         if row.outcome == "pass":
             axis.scatter(x, y, s=190, color=colours[row.writer], edgecolor="black", lw=0.6, zorder=3)
             axis.text(x, y, str(row.rank), ha="center", va="center", fontsize=7, fontweight="bold",
-                      color="white", zorder=4)  # fmt: skip
+                      color=_ink_on(colours[row.writer]), zorder=4)  # fmt: skip
         else:
             axis.scatter(x, y, s=90, marker="x", color=FAILED_RED, lw=2.2, zorder=5)
             axis.annotate(f"{row.writer}: {row.outcome}", (x, y), xytext=(6, 6), textcoords="offset points",
@@ -588,6 +588,12 @@ def _verdict_panel(axis: Axes, listing: Axes, group: VerdictGroup, colours: dict
     _ranked_list(listing, [row for row, _ in drawn], colours, _absent_notes(group))
 
 
+def _ink_on(colour: str) -> str:
+    """Black on a light marker, white on a dark one (tab20's pale shades take black)."""
+    red, green, blue = matplotlib.colors.to_rgb(colour)
+    return "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.6 else "white"
+
+
 def _ranked_list(
     listing: Axes, rows: Sequence[VerdictRow], colours: dict[str, str], notes: list[str]
 ) -> None:
@@ -600,7 +606,7 @@ def _ranked_list(
         if passed:
             listing.scatter(0.03, height, s=120, color=colours[row.writer], edgecolor="black", lw=0.5)
             listing.text(0.03, height, str(row.rank), ha="center", va="center", fontsize=6.5,
-                         fontweight="bold", color="white")  # fmt: skip
+                         fontweight="bold", color=_ink_on(colours[row.writer]))  # fmt: skip
         else:
             listing.scatter(0.03, height, s=50, marker="x", color=FAILED_RED, lw=1.8)
         seconds = row.write_s if row.write_s is not None else row.wall_s

@@ -183,10 +183,9 @@ def _sections(
 
 
 VERDICT_NOTE = (
-    "Writers that passed every check, fastest write first (then lower resident peak); below them "
-    "the failed, OOM-killed, errored and unsupported ones with why. growth: last commits' latency "
-    "over the first (1x flat); n^k: total write time ~ batches^k on the scale axis. Other "
-    "scenarios (traps, faults, concurrency, schema evolution) are not ranked: see Runs."
+    "Writers that passed every check, fastest write first (then lower resident peak); below, the "
+    "rest with why. growth: last commits' latency over the first (1x flat); n^k: total write time "
+    "~ batches^k on the scale axis. Traps, faults, concurrency and schema evolution: see Runs."
 )
 
 
@@ -204,12 +203,11 @@ def _verdict_sections(runs: list[RunRecord]) -> list[Section]:
     for group in groups:
         sections.append(
             Section(
-                group.title,
+                verdict_headline(group),
                 VERDICT_HEADERS,
                 verdict_rows(group),
                 VERDICT_NUMERIC,
                 level=3,
-                note=verdict_headline(group),
                 row_classes=[row.outcome.lower() for row in shown_rows(group)],
             )
         )
@@ -272,14 +270,14 @@ def _html_table(
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem; color: #222; }
 table { border-collapse: collapse; font-size: 0.85rem; margin-bottom: 1.5rem; }
-th, td { border: 1px solid #ccc; padding: 0.2rem 0.5rem; }
-th { background: #f2f2f2; } td.num { text-align: right; }
+th, td { border: 1px solid #ccc; padding: 0.1rem 0.5rem; }
+th { background: #f2f2f2; } td.num { text-align: right; white-space: nowrap; }
 img { max-width: 100%; height: auto; border: 1px solid #eee; margin-bottom: 1.5rem; }
 tr.fail td, tr.oom td { background: #fbe3e4; } tr.error td { background: #f3e6e6; }
 tr.unsupported td, tr.unjudged td { color: #777; background: #f7f7f7; }
 tr.scale td { background: #eef3fb; } tr.scale td:first-child { font-style: italic; }
 p.note { max-width: 60rem; } nav { font-size: 0.85rem; margin-bottom: 1rem; }
-h3 { margin-bottom: 0.2rem; }
+h3 { margin: 0.8rem 0 0.3rem; font-size: 1rem; }
 """
 
 

@@ -57,7 +57,7 @@ class VerdictGroup:
 
     @property
     def title(self) -> str:
-        return f"{self.operation}: preset {self.preset}, {cap_text(self.cap_bytes)}, stack {self.stack}"
+        return f"{self.operation} ({self.preset}, {cap_text(self.cap_bytes)}, stack {self.stack})"
 
     @property
     def ranked(self) -> list[VerdictRow]:
@@ -261,15 +261,15 @@ def verdict_rows(group: VerdictGroup) -> list[list[str]]:
 
 
 def verdict_headline(group: VerdictGroup) -> str:
-    """One sentence: the writer to use, or that none passed."""
+    """The group and, in one sentence, the writer to use, or that none passed."""
     if not group.ranked:
-        return f"{group.operation}: no writer passed."
+        return f"{group.title}: no writer passed"
     best = group.ranked[0]
     others = len(group.ranked) - 1
     tail = f"; {others} more passed" if others else ""
     failing = [row for row in group.apart if row.outcome in ("FAIL", "OOM", "error")]
     tail += f"; {len(failing)} failed" if failing else ""
-    return f"{group.operation}: use {best.writer} (fastest that passed{tail})."
+    return f"{group.title}: use {best.writer} (fastest that passed{tail})"
 
 
 def verdict_table(records: Iterable[RunRecord], title: str = "verdict") -> Table | None:

@@ -186,16 +186,23 @@ def latency_figure(records: Sequence[RunRecord]) -> Figure | None:
         kind = "scale axis, largest point" if scale else "whole-set run"
         steps_axis.set_title(f"{scenario} ({kind}: {', '.join(shapes)}): each step (batch)")
         shown = [(steps_axis, "step")]
-        if with_commits:
+        if committed:
             panels[1].set_title(f"{scenario}: each catalog commit")
             shown.append((panels[1], "commit"))
+        elif with_commits:
+            panels[1].axis("off")  # another row has commit curves; this one none (said under it)
         for axis, what in shown:
             axis.set_xlabel(f"{what} index")
             axis.set_ylabel("ms")
-            axis.set_yscale("log")
+            values = [y for line in axis.get_lines() for y in line.get_ydata() if y > 0]
+            if values and max(values) >= 10 * min(values):  # log where latencies span decades
+                axis.set_yscale("log")
+                axis.yaxis.set_major_formatter(lambda value, _: f"{value:g}")  # 0.1, 10, not 10^-1
+                axis.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
             axis.grid(alpha=0.3)
             axis.xaxis.set_major_locator(MaxNLocator(integer=True))
-        _legend_outside(steps_axis)
+        for axis, _ in shown:
+            _legend_outside(axis)
         missing = [f"{label}: {_why_no_curve(record)}" for label, record in sorted(runs.items())
                    if label not in curves]  # fmt: skip
         notes = ["no curve: " + "; ".join(missing)] if missing else []
@@ -568,8 +575,11 @@ def _verdict_panel(axis: Axes, listing: Axes, group: VerdictGroup, colours: dict
                       color=_ink_on(colours[row.writer]), zorder=4)  # fmt: skip
         else:
             axis.scatter(x, y, s=90, marker="x", color=FAILED_RED, lw=2.2, zorder=5)
-            axis.annotate(f"{row.writer}: {row.outcome}", (x, y), xytext=(6, 6), textcoords="offset points",
-                          fontsize=7.5, color=FAILED_RED, zorder=5)  # fmt: skip
+            # Its name is in the list beside the panel; at the point only the outcome, kept inside.
+            axis.annotate(
+                row.outcome, (x, y), xytext=(5, 5), textcoords="offset points", fontsize=7.5,
+                color=FAILED_RED, fontweight="bold", zorder=5, annotation_clip=True, clip_on=True,
+            )  # fmt: skip
     if group.cap_bytes:
         axis.axhline(group.cap_bytes / MIB, color=FAILED_RED, ls="--", lw=1.2)
         axis.text(0.01, group.cap_bytes / MIB, f"{cap_text(group.cap_bytes)}", color=FAILED_RED,

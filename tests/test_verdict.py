@@ -92,7 +92,7 @@ def test_plots_mark_failed_runs(verdict_runs, tmp_path):
     figure = verdict_figure(records)
     assert figure is not None
     texts = [text.get_text() for axis in figure.axes for text in axis.texts]
-    assert "pyiceberg-fast-append-naive: FAIL" in texts
+    assert "FAIL" in texts and "pyiceberg-fast-append-naive  (FAIL)" in texts
     assert any(text.startswith("not supported: iceberg-rust") for text in texts)
     colours = {
         to_hex(c) for axis in figure.axes for points in axis.collections for c in points.get_facecolor()

@@ -23,7 +23,7 @@ GATE_RESULTS  := results/gate
 
 REST_JAR := compose/rest-catalog/build/rest-catalog.jar
 
-.PHONY: bench rounds test lint install rest-catalog clean docker-engine images up down gate gate-baseline perf
+.PHONY: bench rounds test lint install rest-catalog clean docker-engine images up down gate gate-baseline perf browser
 
 $(STAMP): pyproject.toml requirements.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "icebench needs Python 3.11+")'
@@ -73,9 +73,17 @@ gate-baseline: $(STAMP)
 perf: $(STAMP)
 	$(BIN)/pytest -q benchmarks --benchmark-columns=min,median,max,rounds --memray
 
+# Headless Chromium renders report.html for the suite's screenshot check and `icebench report
+# --screenshot`: Debian's package, installed when missing (sudo when not root).
+browser:
+	@[ -x /usr/bin/chromium ] || { \
+		echo "installing chromium (headless browser for the report's screenshot check)"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; }
+
 # The suite includes workers in containers: a private Docker engine is started (and stopped
 # afterwards, also when a test fails) where none answers, and the worker image built once.
-test: $(STAMP) $(REST_JAR) images
+test: $(STAMP) $(REST_JAR) images browser
 	eval "$$(compose/docker-engine.sh env)" && ICEBENCH_REQUIRE_DOCKER=1 $(BIN)/pytest -q; \
 		status=$$?; compose/docker-engine.sh stop --if-owner make; exit $$status
 

@@ -72,6 +72,7 @@ from reports.gate import (
 )
 from reports.report import Report, write_report
 from reports.rounds import rounds_tables
+from reports.screenshot import screenshot
 from reports.summary import (
     UNSUPPORTED_HEADERS,
     fit_table,
@@ -80,6 +81,7 @@ from reports.summary import (
     summary_tables,
     unsupported_rows,
 )
+from reports.verdict import verdict_table
 from scenarios import get_scenario, scenarios
 from scenarios.base import DataSets
 from scenarios.rounds import PHASES
@@ -162,7 +164,10 @@ def _verdict_word(record: RunRecord) -> str:
 
 
 def _print_results(records: list[RunRecord], title: str) -> None:
-    """The summary table, the growth fit of each scale axis with its points, the rounds table."""
+    """The verdict, the summary table, the growth fit of each scale axis with its points, the
+    rounds table."""
+    if verdict := verdict_table(records):
+        console.print(verdict)
     console.print(*summary_tables(records, title=title))
     for fit in fits(records):
         console.print(fit_table(fit))
@@ -255,6 +260,10 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="report.html + report.md with plots, next to the results")
     report.add_argument("results_dir", type=Path, nargs="?", metavar="RESULTS_DIR", help="default: newest")
     report.add_argument("--config", type=Path, help="TOML file with [settings] (results_dir)")
+    report.add_argument(
+        "--screenshot", type=Path, metavar="PNG",
+        help="also render report.html in headless Chromium (make browser) to this PNG, 1280 px wide",
+    )  # fmt: skip
 
     summary = commands.add_parser("summary", help="print the summary table of a results folder")
     summary.add_argument("results_dir", type=Path, metavar="RESULTS_DIR")
@@ -608,7 +617,10 @@ def _run_workload(
 
 def cmd_report(args: argparse.Namespace) -> None:
     folder = args.results_dir or newest_results_folder(load_settings(args.config).results_dir)
-    _print_report(write_report(folder))
+    report = write_report(folder)
+    _print_report(report)
+    if args.screenshot:
+        console.print(f"screenshot: {screenshot(report.html, args.screenshot)}")
 
 
 def _print_report(report: Report) -> None:

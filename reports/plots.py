@@ -10,15 +10,20 @@ from __future__ import annotations
 import hashlib
 import io
 import statistics
+import textwrap
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 import matplotlib
 import matplotlib.colors
+import matplotlib.lines
+import matplotlib.patches
+import matplotlib.ticker
 
 matplotlib.use("Agg")  # files only, never a window
 
 import matplotlib.pyplot as plt
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
@@ -27,23 +32,63 @@ from harness.base.caps import format_size
 from harness.model import Metric, RunRecord, metrics, run_key
 from reports.fits import Fit, point_batches
 from reports.rounds import followed_metrics, phase_series
+from reports.verdict import VerdictGroup, VerdictRow, cap_text, outcome_of, verdict_groups
 
 MIB = 2**20
 STATUS_COLOURS = {"ok": "#4c72b0", "oom": "#c44e52", "error": "#8c8c8c"}
+FAILED_RED = "#c44e52"
 
 
-def representatives(records: Iterable[RunRecord]) -> list[RunRecord]:
-    """One run per pair: the one with the median wall time among its repeats (ran ones only;
-    the points of scale runs, fed prefixes of the source, are shown by the scale plots)."""
+def representatives(records: Iterable[RunRecord], unsupported: bool = False) -> list[RunRecord]:
+    """One run per pair: the one with the median wall time among its repeats (ran ones only, or
+    the unsupported too where a figure shows their empty slot; the points of scale runs, fed
+    prefixes of the source, are shown by the scale plots)."""
     groups: dict[str, list[RunRecord]] = defaultdict(list)
     for record in records:
-        if record.status != "unsupported" and record.limit_rows is None:
+        if (unsupported or record.status != "unsupported") and record.limit_rows is None:
             groups[run_key(record).text].append(record)
     chosen = []
     for group in groups.values():
         group.sort(key=lambda r: r.wall_s if r.wall_s is not None else float("inf"))
         chosen.append(group[(len(group) - 1) // 2])
     return chosen
+
+
+def status_word(record: RunRecord) -> str | None:
+    """FAIL, OOM, ERROR, UNSUPPORTED (or UNJUDGED) for a run that did not pass; None for a pass."""
+    outcome = outcome_of(record)
+    return None if outcome == "pass" else outcome.upper()
+
+
+def _bar_style(record: RunRecord) -> dict[str, object]:
+    """A run's bar: blue for a pass, red for an OOM, hatched for a failed check or an error
+    (the figures of a table that is not what the run should have left)."""
+    word = status_word(record)
+    if word is None:
+        return {"color": STATUS_COLOURS["ok"]}
+    if word == "OOM":
+        return {"color": FAILED_RED}
+    return {"color": "#e8c4c5" if word == "FAIL" else "#d0d0d0", "hatch": "///", "edgecolor": "#7a3b3d"}
+
+
+def _legend_outside(axis: Axes, **options: object) -> None:
+    """The legend right of the panel, never over its data."""
+    axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, **options)
+
+
+def _not_run_note(axis: Axes, names: Iterable[str], below: float = -0.2) -> None:
+    """Under a panel: the writers it has nothing of, and why (unsupported, or the figure's reason)."""
+    lines = [line for line in names if line]
+    if lines:
+        text = "\n".join(line for item in lines for line in _wrapped("", [item], width=90))
+        axis.text(0, below, text, transform=axis.transAxes, va="top", fontsize=7, color="#555")
+
+
+def _unsupported_note(records: Sequence[RunRecord], scenario: str) -> str:
+    names = sorted(
+        {_label(r, False) for r in records if r.scenario == scenario and r.status == "unsupported"}
+    )
+    return "not run (unsupported): " + ", ".join(names) if names else ""
 
 
 def png_bytes(figure: Figure) -> bytes:
@@ -66,10 +111,12 @@ def _fit_label(fit: Fit) -> str:
 def _colours(labels: Iterable[str]) -> dict[str, str]:
     """A colour per label that stays the same from figure to figure and report to report: the
     palette slot a hash of the name picks, or the next free one when two names of a figure meet."""
-    palette = plt.get_cmap("tab10").colors
+    names = sorted(set(labels))
+    # tab10 while it has a colour per label; tab20 (pairs of shades) beyond, so none share one.
+    palette = plt.get_cmap("tab10" if len(names) <= 10 else "tab20").colors
     colours: dict[str, str] = {}
     used: set[int] = set()
-    for label in sorted(set(labels)):
+    for label in names:
         slot = int(hashlib.sha256(label.encode()).hexdigest(), 16) % len(palette)
         while slot in used and len(used) < len(palette):  # more labels than colours: they share
             slot = (slot + 1) % len(palette)
@@ -98,40 +145,110 @@ def _panels(count: int, width: float = 6.0, height: float = 3.6) -> tuple[Figure
 
 
 def latency_figure(records: Sequence[RunRecord]) -> Figure | None:
-    """Step and commit latency against their index, per writer: flat is O(N) in total, a rising
-    line is O(N^2). Per scenario and writer the run with the most steps is shown (a scale run's
-    largest batch count, when there is one)."""
-    longest: dict[tuple[str, str], RunRecord] = {}
+    """Step and commit latency against their index, per writer, side by side (commits never hidden
+    under steps): flat is O(N) in total, a rising line O(N^2). A row per scenario and kind of run:
+    whole-set runs of the matrix and the points of a scale axis are never on one axis (their batches
+    differ); per writer the run with the most steps is shown. Writers without a curve are named."""
+    rows: dict[tuple[str, bool], dict[str, RunRecord]] = defaultdict(dict)
     for record in records:
-        if len(record.step_latencies_s) >= 3 and record.late_early_ratio is not None:
-            key = (record.scenario, _label(record, several_presets=False))
-            if key not in longest or len(record.step_latencies_s) > len(longest[key].step_latencies_s):
-                longest[key] = record
-    if not longest:
+        if record.status == "unsupported" or record.round is not None:
+            continue
+        row = rows[(record.scenario, record.limit_rows is not None)]
+        label = _label(record, several_presets=False)
+        if label not in row or len(record.step_latencies_s) > len(row[label].step_latencies_s):
+            row[label] = record
+    drawn = {key: runs for key, runs in sorted(rows.items()) if any(_has_curve(r) for r in runs.values())}
+    if not drawn:
         return None
-    panels = _by_scenario(list(longest.values()))
-    colours = _colours(_label(r, several_presets=False) for r in longest.values())
-    figure, axes = _panels(len(panels))
-    for axis, (scenario, runs) in zip(axes, panels.items(), strict=True):
-        for record in sorted(runs, key=lambda r: r.writer):
-            label = _label(record, several_presets=False)
-            colour = colours[label]
-            steps = [value * 1000 for value in record.step_latencies_s]
-            axis.plot(range(1, len(steps) + 1), steps, label=f"{label} steps", lw=1.2, color=colour)
-            if len(record.commit_latencies_s) >= 3:
-                commits = [value * 1000 for value in record.commit_latencies_s]
-                axis.plot(
-                    range(1, len(commits) + 1), commits, ls="--", lw=1, color=colour,
-                    label=f"{label} commits",
-                )  # fmt: skip
-        axis.set_title(f"{scenario}: latency per step / commit")
-        axis.set_xlabel("step or commit index")
-        axis.set_ylabel("ms")
-        axis.set_yscale("log")
-        axis.grid(alpha=0.3)
-        axis.legend(fontsize=7)
+    colours = _colours(label for runs in drawn.values() for label in runs)
+    # The commits' panels only where a writer committed 3 times or more (else their room is empty).
+    with_commits = any(len(r.commit_latencies_s) >= 3 for runs in drawn.values() for r in runs.values())
+    columns = 2 if with_commits else 1
+    figure, axes = plt.subplots(
+        len(drawn),
+        columns,
+        figsize=(6.5 * columns + 3, 3.9 * len(drawn)),
+        squeeze=False,
+        layout="constrained",
+    )
+    for panels, ((scenario, scale), runs) in zip(axes, drawn.items(), strict=True):
+        steps_axis = panels[0]
+        curves = {label: record for label, record in sorted(runs.items()) if _has_curve(record)}
+        committed = {label: r for label, r in curves.items() if len(r.commit_latencies_s) >= 3}
+        for label, record in curves.items():
+            end = f" ({word})" if (word := status_word(record)) else ""
+            _latency_line(
+                steps_axis, record.step_latencies_s, colours[label], label + end + _step_caveat(record)
+            )
+            if label in committed:
+                _latency_line(panels[1], record.commit_latencies_s, colours[label], label + end)
+        shapes = sorted({_shape(r) for r in curves.values()})
+        kind = "scale axis, largest point" if scale else "whole-set run"
+        steps_axis.set_title(f"{scenario} ({kind}: {', '.join(shapes)}): each step (batch)")
+        shown = [(steps_axis, "step")]
+        if committed:
+            panels[1].set_title(f"{scenario}: each catalog commit")
+            shown.append((panels[1], "commit"))
+        elif with_commits:
+            panels[1].axis("off")  # another row has commit curves; this one none (said under it)
+        for axis, what in shown:
+            axis.set_xlabel(f"{what} index")
+            axis.set_ylabel("ms")
+            values = [y for line in axis.get_lines() for y in line.get_ydata() if y > 0]
+            if values and max(values) >= 10 * min(values):  # log where latencies span decades
+                axis.set_yscale("log")
+                axis.yaxis.set_major_formatter(lambda value, _: f"{value:g}")  # 0.1, 10, not 10^-1
+                axis.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+            axis.grid(alpha=0.3)
+            axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+        for axis, _ in shown:
+            _legend_outside(axis)
+        missing = [f"{label}: {_why_no_curve(record)}" for label, record in sorted(runs.items())
+                   if label not in curves]  # fmt: skip
+        notes = ["no curve: " + "; ".join(missing)] if missing else []
+        if uncommitted := [label for label in curves if label not in committed]:
+            notes.append("no commit curve (fewer than 3 commits): " + ", ".join(uncommitted))
+        _not_run_note(steps_axis, [*notes, _unsupported_note(records, scenario)], below=-0.22)
+    kinds = {True: "scale points", False: "whole-set runs"}
+    skipped = [
+        f"{scenario} {kinds[scale]}" for scenario, scale in sorted(rows) if (scenario, scale) not in drawn
+    ]
+    if skipped:
+        figure.text(
+            0.01, -0.04, "No curve (fewer than 3 steps per run, e.g. a single commit and no batch steps): "
+            + ", ".join(skipped), fontsize=8, color="#555", va="top", wrap=True,
+        )  # fmt: skip
     figure.suptitle("Does each batch cost more than the last? (rising = O(N^2) in total)")
     return figure
+
+
+def _has_curve(record: RunRecord) -> bool:
+    return len(record.step_latencies_s) >= 3
+
+
+def _latency_line(axis: Axes, latencies: Sequence[float], colour: str, label: str) -> None:
+    values = [value * 1000 for value in latencies]
+    axis.plot(range(1, len(values) + 1), values, lw=1.2, color=colour, label=label)
+
+
+def _shape(record: RunRecord) -> str:
+    return f"{len(record.step_latencies_s)} x {record.batch_rows:,} rows"
+
+
+def _step_caveat(record: RunRecord) -> str:
+    """A writer that commits once after its steps: the commit's time beside its steps' (a stream
+    handed to one call has steps that only hand batches over, the commit doing the writing)."""
+    commits = record.commit_latencies_s
+    if len(commits) == 1:
+        return f" (+ 1 commit of {commits[0]:.2f} s; steps total {sum(record.step_latencies_s):.2f} s)"
+    return ""
+
+
+def _why_no_curve(record: RunRecord) -> str:
+    steps, commits = len(record.step_latencies_s), len(record.commit_latencies_s)
+    if steps <= 1:
+        return f"single {'commit' if commits <= 1 else 'step'}, no batch steps"
+    return f"{steps} steps (a curve needs 3)"
 
 
 def scale_figure(fits: Sequence[Fit]) -> Figure | None:
@@ -139,14 +256,17 @@ def scale_figure(fits: Sequence[Fit]) -> Figure | None:
     fitted = [fit for fit in fits if fit.growth_exponent is not None]
     if not fitted:
         return None
-    figure, axis = plt.subplots(figsize=(7, 4.5), layout="constrained")
+    figure, axis = plt.subplots(figsize=(8, 4.5), layout="constrained")
     colours = _colours(_fit_label(fit) for fit in fitted)
+    counts_shown: set[int] = set()
     for fit in fitted:
         points = [(point_batches(p), p.write_s) for p in fit.points if p.status == "ok" and p.write_s]
         counts, totals = zip(*points, strict=True)
+        counts_shown.update(counts)
         colour = colours[_fit_label(fit)]
         label = (
-            f"{_fit_label(fit)} ({fit.key.scenario}, {fit.key.preset}): exponent {fit.growth_exponent:.2f}"
+            f"{_fit_label(fit)} ({fit.key.scenario}, {fit.key.preset}, {fit.key.batch_rows:,} rows/batch): "
+            f"exponent {fit.growth_exponent:.2f}"
         )
         axis.plot(counts, totals, "o", color=colour, label=f"{label}, {fit.growth_class}")
         # The fitted power law through the geometric centre of the points.
@@ -157,14 +277,19 @@ def scale_figure(fits: Sequence[Fit]) -> Figure | None:
         axis.plot(line, [centre_y * (count / centre_x) ** exponent for count in line], ls=":", color=colour)
         for point in fit.points:
             if point.status != "ok":
-                axis.annotate(point.status, (point_batches(point), min(totals)), color="#c44e52")
+                axis.scatter(point_batches(point), min(totals), marker="x", color=FAILED_RED, s=60)
+                axis.annotate(
+                    f" {point.status.upper()}", (point_batches(point), min(totals)), color=FAILED_RED
+                )
     axis.set_xscale("log")
     axis.set_yscale("log")
+    axis.set_xticks(sorted(counts_shown), [str(count) for count in sorted(counts_shown)])
+    axis.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     axis.set_xlabel("batches (same rows per batch)")
     axis.set_ylabel("total write time, s")
     axis.set_title("Growth of total write time (slope 1: linear, 2: quadratic)")
     axis.grid(alpha=0.3, which="both")
-    axis.legend(fontsize=7)
+    figure.legend(loc="outside lower center", fontsize=7.5, ncols=1)
     return figure
 
 
@@ -176,7 +301,7 @@ def _writer_bar_panels(
     several = len({r.preset for r in runs}) > 1
     by_scenario = _by_scenario(runs)
     figure, axes = _panels(
-        len(by_scenario), height=row_height * max(len(v) for v in by_scenario.values()) + 1.4
+        len(by_scenario), width=7.5, height=row_height * max(len(v) for v in by_scenario.values()) + 1.4
     )
     panels = [
         (axis, scenario, sorted(group, key=lambda r: _label(r, several)))
@@ -187,56 +312,75 @@ def _writer_bar_panels(
 
 def peak_memory_figure(records: Sequence[RunRecord]) -> Figure | None:
     """Resident peak per writer and scenario (the bar: what tells writers apart), the kernel's
-    figure with page cache as a tick, against the cap; OOM bars red and labelled."""
-    runs = [r for r in representatives(records) if r.peak_memory_bytes is not None or r.peak_rss_bytes]
-    if not runs:
+    figure with page cache as a tick, against the cap; a run that did not pass is a bar of its
+    own look with its status written on it, an unsupported writer an empty slot saying so."""
+    runs = [
+        r for r in representatives(records, unsupported=True)
+        if r.status == "unsupported" or r.peak_memory_bytes is not None or r.peak_rss_bytes
+    ]  # fmt: skip
+    if not any(r.status != "unsupported" for r in runs):
         return None
     figure, panels, several = _writer_bar_panels(runs, row_height=0.45)
     for axis, scenario, group in panels:
         labels = [_label(r, several) for r in group]
         peaks = [(r.peak_rss_bytes or 0) / MIB for r in group]
-        colours = [STATUS_COLOURS.get(r.status, "#8c8c8c") for r in group]
-        axis.barh(labels, peaks, color=colours)
-        kernel = [(r.peak_memory_bytes or 0) / MIB for r in group]
-        axis.scatter(
-            kernel, labels, marker="|", s=200, color="black", zorder=3, label="kernel peak (incl. page cache)"
-        )
         for index, record in enumerate(group):
-            if record.status != "ok":
-                axis.text(peaks[index], index, f" {record.status.upper()}", va="center", color="#c44e52")
-        caps = {r.cap_bytes for r in group if r.cap_bytes}
-        for cap in caps:
-            axis.axvline(cap / MIB, color="#c44e52", ls="--", lw=1, label=f"cap {cap / MIB:.0f} MiB")
+            word = status_word(record)
+            if record.status == "unsupported":
+                axis.text(
+                    0, index, " unsupported (not run)", va="center", color="#777", fontsize=8, style="italic"
+                )
+                continue
+            axis.barh(index, peaks[index], **_bar_style(record))  # type: ignore[arg-type]
+            if word:
+                axis.text(peaks[index], index, f" {word}", va="center", color=FAILED_RED, fontweight="bold")
+        axis.set_yticks(range(len(group)), labels)
+        ran = [(i, r) for i, r in enumerate(group) if r.status != "unsupported"]
+        axis.scatter(
+            [(r.peak_memory_bytes or 0) / MIB for _, r in ran], [i for i, _ in ran], marker="|", s=200,
+            color="black", zorder=3, label="kernel peak (incl. page cache)",
+        )  # fmt: skip
+        for cap in {r.cap_bytes for r in group if r.cap_bytes}:
+            axis.axvline(cap / MIB, color=FAILED_RED, ls="--", lw=1, label=f"cap {cap / MIB:.0f} MiB")
+        axis.set_ylim(len(group) - 0.5, -0.5)  # every slot, the empty ones too; the first on top
         axis.set_title(scenario)
         axis.set_xlabel("peak memory of the worker, MiB (bar: resident; tick: kernel, incl. page cache)")
-        axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    figure.suptitle("Peak memory per writer (red: OOM-killed, grey: failed)")
+        _legend_outside(axis)
+    figure.suptitle(
+        "Peak memory per writer (red: OOM-killed; hatched: failed a check or errored, its figure is no pass)"
+    )
     return figure
 
 
 def timeline_figure(records: Sequence[RunRecord]) -> Figure | None:
-    """Memory of each worker over its run, per scenario."""
+    """Memory of each worker over its run, per scenario; a run that did not pass says so in its
+    label and ends in an x."""
     runs = [r for r in representatives(records) if r.memory_timeline]
     if not runs:
         return None
     several = len({r.preset for r in runs}) > 1
     panels = _by_scenario(runs)
     colours = _colours(_label(r, several) for r in runs)
-    figure, axes = _panels(len(panels))
+    figure, axes = _panels(len(panels), width=7.0)
     for axis, (scenario, group) in zip(axes, panels.items(), strict=True):
         for record in sorted(group, key=lambda r: r.writer):
             seconds = [sample[0] for sample in record.memory_timeline]
             usage = [sample[1] / MIB for sample in record.memory_timeline]
             label = _label(record, several)
-            end = " (OOM)" if record.status == "oom" else ""
-            axis.plot(seconds, usage, lw=1.2, label=label + end, color=colours[label])
+            word = status_word(record)
+            axis.plot(
+                seconds, usage, lw=1.2, label=label + (f" ({word})" if word else ""), color=colours[label]
+            )
+            if word:
+                axis.scatter(seconds[-1:], usage[-1:], marker="x", s=50, color=FAILED_RED, zorder=3)
         for cap in {r.cap_bytes for r in group if r.cap_bytes}:
-            axis.axhline(cap / MIB, color="#c44e52", ls="--", lw=1)
+            axis.axhline(cap / MIB, color=FAILED_RED, ls="--", lw=1, label=f"cap {cap / MIB:.0f} MiB")
         axis.set_title(f"{scenario}: worker memory over time")
         axis.set_xlabel("s since the worker started")
         axis.set_ylabel("MiB (cgroup usage)")
         axis.grid(alpha=0.3)
-        axis.legend(fontsize=7)
+        _legend_outside(axis)
+        _not_run_note(axis, [_unsupported_note(records, scenario)], below=-0.2)
     return figure
 
 
@@ -255,12 +399,15 @@ def scan_figure(records: Sequence[RunRecord]) -> Figure | None:
             axis.barh(bars, seconds, height=0.4, color=colour, label=f"{name} scan")
             for bar, value, record in zip(bars, seconds, group, strict=True):
                 axis.text(value, bar, f" {_planned(record, name)}", va="center", fontsize=7)
-        axis.set_yticks(list(positions), [_label(r, several) for r in group])
+        labels = [_label(r, several) + (f" ({word})" if (word := status_word(r)) else "") for r in group]
+        axis.set_yticks(list(positions), labels)
         axis.invert_yaxis()
         axis.set_title(scenario)
         axis.set_xlabel("s (label: data files / delete files planned)")
+        axis.margins(x=0.2)  # room for the labels right of the longest bar
         axis.grid(alpha=0.3, axis="x")
-        axis.legend(fontsize=7, loc="lower right")
+        _legend_outside(axis)
+        _not_run_note(axis, [_unsupported_note(records, scenario)], below=-0.12)
     figure.suptitle("Reading the table each writer left: full scan and first 1% of the keys")
     return figure
 
@@ -279,10 +426,14 @@ def _plotted(record: RunRecord, metric: Metric) -> float:
 
 def metrics_figure(records: Sequence[RunRecord]) -> Figure | None:
     """The registry's plotted metrics (wall time, snapshots added, data files, metadata bytes, ...):
-    writers side by side per scenario."""
-    runs = representatives(records)
-    if not runs:
+    writers side by side per scenario. A run that did not pass is hatched (its figures describe a
+    table that is not what it should have left); a writer's unsupported scenario a grey dash on
+    the baseline; writers that ran nothing are named under the figure, not given empty columns."""
+    everything = representatives(records, unsupported=True)
+    ran = {_label(r, False) for r in everything if r.status != "unsupported"}
+    if not ran:
         return None
+    runs = [r for r in everything if _label(r, False) in ran]
     several = len({r.preset for r in runs}) > 1
     scenario_names = sorted({r.scenario for r in runs})
     labels = sorted({_label(r, several) for r in runs})
@@ -293,19 +444,41 @@ def metrics_figure(records: Sequence[RunRecord]) -> Figure | None:
     width = 0.8 / len(labels)
     for axis, metric in zip(axes, plotted, strict=True):
         for offset, label in enumerate(labels):
-            values = [
-                _plotted(table[(s, label)], metric) if (s, label) in table else 0 for s in scenario_names
-            ]
-            positions = [i + offset * width for i in range(len(scenario_names))]
-            axis.bar(positions, values, width=width, label=label, color=colours[label])
+            for index, scenario in enumerate(scenario_names):
+                record = table.get((scenario, label))
+                position = index + offset * width
+                if record is None or record.status == "unsupported":
+                    if record is not None:
+                        axis.scatter(position, 0, marker="_", s=30, color="#888", zorder=3, clip_on=False)
+                    continue
+                passed = status_word(record) is None
+                style = {"color": colours[label]} if passed else _failed_bar(colours[label])
+                axis.bar(position, _plotted(record, metric), width=width, **style)  # type: ignore[arg-type]
         axis.set_xticks([i + 0.4 - width / 2 for i in range(len(scenario_names))], scenario_names)
         unit = {"bytes": "KiB", "s": "s"}.get(metric.unit)
         axis.set_title(metric.label + (f" ({unit})" if unit else ""))
         axis.tick_params(axis="x", labelsize=8)
         axis.grid(alpha=0.3, axis="y")
-    axes[0].legend(fontsize=7)
+        if metric.unit == "count":
+            axis.yaxis.set_major_locator(MaxNLocator(integer=True))
+    handles: list[Artist] = [matplotlib.patches.Patch(color=colours[label], label=label) for label in labels]
+    handles += [
+        matplotlib.patches.Patch(**_failed_bar("#555"), label="did not pass (failed a check, errored, OOM)"),  # type: ignore[arg-type]
+        matplotlib.lines.Line2D(
+            [], [], ls="none", marker="_", color="#888", markersize=8, label="unsupported"
+        ),
+    ]
+    figure.legend(handles=handles, loc="outside right upper", fontsize=7.5)
+    if idle := sorted({_label(r, False) for r in everything} - ran):
+        figure.text(0.01, -0.01, "Not run in any scenario (unsupported): " + ", ".join(idle), fontsize=8,
+                    color="#555", va="top")  # fmt: skip
     figure.suptitle("What each writer cost and left behind")
     return figure
+
+
+def _failed_bar(colour: str) -> dict[str, object]:
+    """A bar whose run did not pass: hatched in the writer's colour, no fill."""
+    return {"facecolor": "white", "hatch": "////", "edgecolor": colour, "linewidth": 0.8}
 
 
 def rounds_figure(records: Sequence[RunRecord]) -> Figure | None:
@@ -342,3 +515,136 @@ def rounds_figure(records: Sequence[RunRecord]) -> Figure | None:
             axis.yaxis.set_major_formatter(lambda value, _: format_size(int(value)))
     figure.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize="small")
     return figure
+
+
+def verdict_figure(records: Sequence[RunRecord]) -> Figure | None:
+    """Write time against resident peak, a panel per operation (and preset, cap): a point per
+    writer that passed, a red x per failed one (an OOM on the cap line, at the time it was killed),
+    the cap as a line; the writers that did not run, or left no figure, named under the panel."""
+    groups = [
+        group for group in verdict_groups(records) if any(_verdict_point(row, group) for row in group.rows)
+    ]
+    if not groups:
+        return None
+    columns = min(len(groups), 2)  # two across: legible at a page's width
+    rows = -(-len(groups) // columns)
+    figure = plt.figure(figsize=(7.0 * columns, 3.6 * rows + 0.7))
+    # Per group a panel and, right of it, the room for its list of writers, then a gap (laid out
+    # by hand: the list is text beside the panel, which a constrained layout squeezes the panel for).
+    ratios = [
+        ratio for column in range(columns) for ratio in (1.0, 1.05, 0.25 if column < columns - 1 else 0)
+    ]
+    height = figure.get_figheight()
+    grid = figure.add_gridspec(
+        rows, len(ratios), width_ratios=ratios, wspace=0.05, hspace=0.45,
+        left=0.06, right=0.99, top=1 - 0.75 / height, bottom=0.45 / height,
+    )  # fmt: skip
+    colours = _colours(row.writer for group in groups for row in group.rows)
+    for index, group in enumerate(groups):
+        row, column = divmod(index, columns)
+        listing = figure.add_subplot(grid[row, 3 * column + 1])
+        listing.axis("off")
+        _verdict_panel(figure.add_subplot(grid[row, 3 * column]), listing, group, colours)
+    figure.suptitle(
+        "Which writer? Lower left is better (x: failed; red line: the memory cap)",
+        y=1 - 0.2 / height, fontsize=12,
+    )  # fmt: skip
+    return figure
+
+
+def _verdict_point(row: VerdictRow, group: VerdictGroup) -> tuple[float, float] | None:
+    """Where a writer's row is drawn: (seconds, MiB); an OOM at the cap, at the time it was killed."""
+    seconds = row.write_s if row.write_s is not None else row.wall_s
+    if seconds is None or row.outcome in ("unsupported", "unjudged"):
+        return None
+    if row.outcome == "OOM" and group.cap_bytes:
+        return seconds, group.cap_bytes / MIB
+    if row.peak_rss_bytes is None:
+        return None
+    return seconds, row.peak_rss_bytes / MIB
+
+
+def _verdict_panel(axis: Axes, listing: Axes, group: VerdictGroup, colours: dict[str, str]) -> None:
+    """The points (a passed writer's marker carries its rank; a failed one is a red x with its
+    name), the cap line, the ranked list right of the panel and the absent writers under it."""
+    drawn = [(row, point) for row in group.rows if (point := _verdict_point(row, group)) is not None]
+    for row, (x, y) in reversed(drawn):  # rank 1 drawn last: on top where points meet
+        if row.outcome == "pass":
+            axis.scatter(x, y, s=190, color=colours[row.writer], edgecolor="black", lw=0.6, zorder=3)
+            axis.text(x, y, str(row.rank), ha="center", va="center", fontsize=7, fontweight="bold",
+                      color=_ink_on(colours[row.writer]), zorder=4)  # fmt: skip
+        else:
+            axis.scatter(x, y, s=90, marker="x", color=FAILED_RED, lw=2.2, zorder=5)
+            # Its name is in the list beside the panel; at the point only the outcome, kept inside.
+            axis.annotate(
+                row.outcome, (x, y), xytext=(5, 5), textcoords="offset points", fontsize=7.5,
+                color=FAILED_RED, fontweight="bold", zorder=5, annotation_clip=True, clip_on=True,
+            )  # fmt: skip
+    if group.cap_bytes:
+        axis.axhline(group.cap_bytes / MIB, color=FAILED_RED, ls="--", lw=1.2)
+        axis.text(0.01, group.cap_bytes / MIB, f"{cap_text(group.cap_bytes)}", color=FAILED_RED,
+                  va="bottom", fontsize=8, transform=axis.get_yaxis_transform())  # fmt: skip
+    times = [x for _, (x, _) in drawn]
+    if len(times) > 1 and max(times) / max(min(times), 1e-9) > 8:
+        axis.set_xscale("log")
+    else:
+        axis.set_xlim(0, max(times) * 1.15)
+    heights = [y for _, (_, y) in drawn] + [group.cap_bytes / MIB if group.cap_bytes else 0]
+    axis.set_ylim(0, max(heights) * 1.1)
+    axis.set_title(f"{group.operation} ({group.preset}, {cap_text(group.cap_bytes)})", fontweight="bold")
+    axis.set_xlabel("write time, s (failed: until it ended)")
+    axis.set_ylabel("peak resident memory, MiB")
+    axis.grid(alpha=0.3, which="both")
+    _ranked_list(listing, [row for row, _ in drawn], colours, _absent_notes(group))
+
+
+def _ink_on(colour: str) -> str:
+    """Black on a light marker, white on a dark one (tab20's pale shades take black)."""
+    red, green, blue = matplotlib.colors.to_rgb(colour)
+    return "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.6 else "white"
+
+
+def _ranked_list(
+    listing: Axes, rows: Sequence[VerdictRow], colours: dict[str, str], notes: list[str]
+) -> None:
+    """Beside the panel, top down: the passed writers by rank, each with its marker, time and
+    peak; then the failed ones in red; then the notes on the writers without a point."""
+    step = min(0.085, 0.95 / max(len(rows) + len(notes), 1))
+    for index, row in enumerate(rows):
+        height = 0.97 - index * step
+        passed = row.outcome == "pass"
+        if passed:
+            listing.scatter(0.03, height, s=120, color=colours[row.writer], edgecolor="black", lw=0.5)
+            listing.text(0.03, height, str(row.rank), ha="center", va="center", fontsize=6.5,
+                         fontweight="bold", color=_ink_on(colours[row.writer]))  # fmt: skip
+        else:
+            listing.scatter(0.03, height, s=50, marker="x", color=FAILED_RED, lw=1.8)
+        seconds = row.write_s if row.write_s is not None else row.wall_s
+        figures = f"{seconds:.2f} s, {(row.peak_rss_bytes or 0) / MIB:.0f} MiB" if passed else row.outcome
+        listing.text(0.08, height, f"{row.writer}  ({figures})", va="center", fontsize=8,
+                     color="black" if passed else FAILED_RED)  # fmt: skip
+    if notes:
+        listing.text(0.0, 0.97 - (len(rows) + 0.4) * step, "\n".join(notes), va="top", fontsize=7.5,
+                     color="#444", linespacing=1.5)  # fmt: skip
+    listing.set_xlim(0, 1)
+    listing.set_ylim(0, 1)
+
+
+def _absent_notes(group: VerdictGroup) -> list[str]:
+    """The writers a panel has no point for, and why: unsupported, or no figure recorded."""
+    unsupported = [row.writer for row in group.rows if row.outcome == "unsupported"]
+    unplotted = [
+        row for row in group.rows if row.outcome != "unsupported" and _verdict_point(row, group) is None
+    ]
+    notes = _wrapped("not supported: ", unsupported)
+    for row in unplotted:
+        notes += _wrapped(f"{row.outcome}, no figure: ", [row.writer])
+    return notes
+
+
+def _wrapped(prefix: str, names: Sequence[str], width: int = 58) -> list[str]:
+    if not names:
+        return []
+    return textwrap.wrap(
+        prefix + ", ".join(names), width=width, subsequent_indent="    ", break_on_hyphens=False
+    )

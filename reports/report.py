@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import html
+import struct
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from reports.plots import (
     scale_figure,
     scan_figure,
     timeline_figure,
+    verdict_figure,
 )
 from reports.rounds import rounds_rows
 from reports.summary import (
@@ -38,8 +40,19 @@ from reports.summary import (
     unsupported_rows,
     worker_rows,
 )
+from reports.verdict import (
+    VERDICT_HEADERS,
+    VERDICT_NUMERIC,
+    outcome_of,
+    shown_rows,
+    verdict_groups,
+    verdict_headline,
+    verdict_rows,
+)
 
+# In the order of the page: the verdict's picture first, right under the verdict's tables.
 PLOTS: list[tuple[str, str, Callable[[list[RunRecord], list[Fit]], Figure | None]]] = [
+    ("verdict", "Write time against peak memory, per operation", lambda runs, _: verdict_figure(runs)),
     ("latency", "Step and commit latency per batch", lambda runs, _: latency_figure(runs)),
     ("scale", "Total write time against batch count", lambda _, found: scale_figure(found)),
     ("peak-memory", "Peak memory against the cap", lambda runs, _: peak_memory_figure(runs)),
@@ -68,6 +81,9 @@ class Section:
     link_column: int = -1  # cells that are paths to link to
     empty: str = "None."  # said when a table has no rows
     image: tuple[str, bytes] | None = None  # plot name, PNG
+    level: int = 2  # the heading's: 3 for the verdict's groups
+    note: str = ""  # a sentence under the heading
+    row_classes: Sequence[str] = ()  # per row, the HTML class that colours it (fail, oom, ...)
 
 
 @dataclass(frozen=True)
@@ -138,8 +154,13 @@ def _relative(path: Path, folder: Path) -> str:
 def _sections(
     runs: list[RunRecord], scales: list[Fit], images: list[tuple[str, str, bytes]], folder: Path
 ) -> list[Section]:
-    sections = [
-        Section("Runs", *summary_rows(runs)),
+    """The verdict and its picture, the other plots, then the tables behind them."""
+    plots = [Section(caption, image=(name, data)) for name, caption, data in images]
+    verdict_plots = [section for section in plots if section.image and section.image[0] == "verdict"]
+    sections = _verdict_sections(runs) + verdict_plots
+    sections += [section for section in plots if section not in verdict_plots]
+    sections += [
+        Section("Runs", *summary_rows(runs), row_classes=[_run_class(r) for r in runs]),
         Section("Failed checks", FAILED_CHECK_HEADERS, failed_check_rows(runs)),
     ]
     if unsupported := unsupported_rows(runs):
@@ -149,21 +170,64 @@ def _sections(
         sections.append(Section("Downstream scan cost (one fixed reader)", headers, rows, numeric))
     if any(run.workers for run in runs):
         sections.append(Section("Concurrent workers", *worker_rows(runs)))
-    sections += [Section(fit_title(fit), *fit_rows(fit)) for fit in scales]
+    if scales:
+        sections.append(Section("Scale axis: the points of each fit", note=SCALE_NOTE))
+        sections += [Section(fit_title(fit), *fit_rows(fit), level=3) for fit in scales]
     if any(run.round is not None for run in runs):
         sections.append(
             Section("Rounds: first round → last, Δ/round the degradation rate", *rounds_rows(runs))
         )
     if profiles := _profiles(runs, folder):
         sections.append(Section("Allocation profiles (memray)", PROFILE_HEADERS, profiles, link_column=3))
-    sections += [Section(caption, image=(name, data)) for name, caption, data in images]
     return sections
+
+
+VERDICT_NOTE = (
+    "Writers that passed every check, fastest write first (then lower resident peak); below, the "
+    "rest with why. growth: last commits' latency over the first (1x flat); n^k: total write time "
+    "~ batches^k on the scale axis. Traps, faults, concurrency and schema evolution: see Runs."
+)
+
+
+SCALE_NOTE = (
+    "Each writer fed growing prefixes of the source in batches of the same size: total write time "
+    "against the batch count, fitted as a power law (1: linear, 2: quadratic)."
+)
+
+
+def _verdict_sections(runs: list[RunRecord]) -> list[Section]:
+    groups = verdict_groups(runs)
+    if not groups:
+        return []
+    sections = [Section("Verdict: which writer to use", note=VERDICT_NOTE)]
+    for group in groups:
+        sections.append(
+            Section(
+                verdict_headline(group),
+                VERDICT_HEADERS,
+                verdict_rows(group),
+                VERDICT_NUMERIC,
+                level=3,
+                row_classes=[row.outcome.lower() for row in shown_rows(group)],
+            )
+        )
+    return sections
+
+
+def _run_class(record: RunRecord) -> str:
+    """The row colour of a run: its outcome where it did not pass; a scale point marked as one."""
+    outcome = outcome_of(record)
+    if outcome != "pass":
+        return outcome.lower()
+    return "scale" if record.limit_rows is not None else ""
 
 
 def _markdown(title: str, environment: str, sections: list[Section]) -> str:
     parts = [f"# {title}", environment]
     for section in sections:
-        parts.append(f"## {section.heading}")
+        parts.append(f"{'#' * section.level} {section.heading}")
+        if section.note:
+            parts.append(section.note)
         if section.image:
             parts.append(f"![{section.heading}](plots/{section.image[0]}.png)")
         elif section.rows:
@@ -172,7 +236,7 @@ def _markdown(title: str, environment: str, sections: list[Section]) -> str:
                 for row in section.rows
             ]
             parts.append(markdown_table(section.headers, rows, section.numeric))
-        else:
+        elif section.headers:
             parts.append(section.empty)
     return "\n\n".join(parts) + "\n"
 
@@ -182,8 +246,10 @@ def _html_table(
     rows: Sequence[Sequence[str]],
     numeric: Collection[int] = (),
     link_column: int = -1,
+    row_classes: Sequence[str] = (),
 ) -> str:
-    """Escaped cells, `numeric` columns right-aligned; the cells of `link_column` link to themselves."""
+    """Escaped cells, `numeric` columns right-aligned; the cells of `link_column` link to themselves;
+    each row of the class `row_classes` gives it (the colour of its outcome)."""
 
     def cell(text: str, column: int) -> str:
         escaped = html.escape(text)
@@ -191,30 +257,65 @@ def _html_table(
         return f'<td class="{"num" if column in numeric else ""}">{inner}</td>'
 
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(cell(c, i) for i, c in enumerate(row)) + "</tr>" for row in rows)
+    classes = list(row_classes) + [""] * (len(rows) - len(row_classes))
+    body = "".join(
+        (f'<tr class="{html.escape(name)}">' if name else "<tr>")
+        + "".join(cell(c, i) for i, c in enumerate(row))
+        + "</tr>"
+        for row, name in zip(rows, classes, strict=True)
+    )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem; color: #222; }
 table { border-collapse: collapse; font-size: 0.85rem; margin-bottom: 1.5rem; }
-th, td { border: 1px solid #ccc; padding: 0.2rem 0.5rem; }
-th { background: #f2f2f2; } td.num { text-align: right; }
-img { max-width: 100%; border: 1px solid #eee; margin-bottom: 1.5rem; }
+th, td { border: 1px solid #ccc; padding: 0.1rem 0.5rem; }
+th { background: #f2f2f2; } td.num { text-align: right; white-space: nowrap; }
+img { max-width: 100%; height: auto; border: 1px solid #eee; margin-bottom: 1.5rem; }
+tr.fail td, tr.oom td { background: #fbe3e4; } tr.error td { background: #f3e6e6; }
+tr.unsupported td, tr.unjudged td { color: #777; background: #f7f7f7; }
+tr.scale td { background: #eef3fb; } tr.scale td:first-child { font-style: italic; }
+p.note { max-width: 60rem; } nav { font-size: 0.85rem; margin-bottom: 1rem; }
+h3 { margin: 0.8rem 0 0.3rem; font-size: 1rem; }
 """
 
 
 def _html(title: str, environment: str, sections: list[Section]) -> str:
-    parts = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(environment)}</p>"]
+    """The page: a line of links to the level-2 sections, then each section in turn."""
+    anchors = {id(section): f"s{index}" for index, section in enumerate(sections)}
+    links = " · ".join(
+        f'<a href="#{anchors[id(section)]}">{html.escape(section.heading)}</a>'
+        for section in sections
+        if section.level == 2
+    )
+    parts = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(environment)}</p>", f"<nav>{links}</nav>"]
     for section in sections:
-        parts.append(f"<h2>{html.escape(section.heading)}</h2>")
+        level = section.level
+        parts.append(f'<h{level} id="{anchors[id(section)]}">{html.escape(section.heading)}</h{level}>')
+        if section.note:
+            parts.append(f'<p class="note">{html.escape(section.note)}</p>')
         if section.image:
             encoded = base64.b64encode(section.image[1]).decode()
-            parts.append(f'<img alt="{html.escape(section.heading)}" src="data:image/png;base64,{encoded}">')
+            name, alt = section.image[0], html.escape(section.heading)
+            source = f"data:image/png;base64,{encoded}"
+            width, height = _png_size(section.image[1])
+            size = f'width="{width}" height="{height}"'
+            parts.append(f'<img class="plot" id="plot-{name}" alt="{alt}" {size} src="{source}">')
         elif section.rows:
-            parts.append(_html_table(section.headers, section.rows, section.numeric, section.link_column))
-        else:
+            parts.append(
+                _html_table(
+                    section.headers, section.rows, section.numeric, section.link_column, section.row_classes
+                )
+            )
+        elif section.headers:
             parts.append(f"<p>{html.escape(section.empty)}</p>")
     body = "\n".join(parts)
     head = f"<meta charset='utf-8'><title>{html.escape(title)}</title><style>{STYLE}</style>"
     return f"<!doctype html><html><head>{head}</head><body>\n{body}\n</body></html>\n"
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    """A PNG's width and height (its IHDR chunk): the page reserves the plot's room before it loads."""
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.base.caps import format_size
-from harness.model import ORACLE_READER, Metric, RunRecord, metrics
+from harness.model import ORACLE_READER, Metric, RunRecord, metrics, run_key
 from reports.fits import Fit, point_batches
 
 STATUS_STYLE = {"ok": "green", "oom": "bold red", "error": "red", "unsupported": "dim"}
@@ -54,8 +54,13 @@ def _metric_cell(metric: Metric, record: RunRecord) -> str:
 
 
 def scenario_text(record: RunRecord) -> str:
-    """The scenario, or the rounds workload's phase: `round 2 upsert`."""
-    return f"round {record.round} {record.phase}" if record.round is not None else record.scenario
+    """The scenario, the rounds workload's phase (`round 2 upsert`), or a point of a scale axis
+    (`append (scale, 50 batches)`: a prefix of the source, not the whole set the matrix ran)."""
+    if record.round is not None:
+        return f"round {record.round} {record.phase}"
+    if record.limit_rows is not None:
+        return f"{record.scenario} (scale, {run_key(record).batches} batches)"
+    return record.scenario
 
 
 def writer_text(record: RunRecord) -> str:
@@ -121,10 +126,29 @@ def summary_markdown(records: Iterable[RunRecord]) -> str:
     return markdown_table(*summary_rows(records))
 
 
+def one_line(text: str, limit: int) -> str:
+    """The first line of `text`, at most `limit` characters; an ellipsis where anything was cut."""
+    lines = text.strip().splitlines() or [""]
+    first = lines[0]
+    if len(first) > limit:
+        return first[: limit - 1].rstrip() + "…"
+    return first + (" …" if len(lines) > 1 else "")
+
+
+FAILED_REASON_CHARS = 200  # a table cell, not a dump: the oracle's reasons name what differs first
+
+
 def failed_check_rows(records: Iterable[RunRecord]) -> list[list[str]]:
-    """scenario, writer, preset, check, reason, upstream: every failed correctness check."""
+    """scenario, writer, preset, check, reason (one line, capped), upstream: every failed check."""
     return [
-        [r.scenario, r.writer, r.preset, check.name, check.reason or "", check.upstream or ""]
+        [
+            scenario_text(r),
+            r.writer,
+            r.preset,
+            check.name,
+            one_line(check.reason or "", FAILED_REASON_CHARS),
+            check.upstream or "",
+        ]
         for r in records
         if r.verdict
         for check in r.verdict.failed

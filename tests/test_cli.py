@@ -108,7 +108,8 @@ def test_scale_fits_a_growth_exponent(capsys, settings, tiny_sets):
     assert main(["summary", str(newest_results_folder(settings.results_dir))]) == 0
     assert "growth_exponent" in capsys.readouterr().out
     assert main(["summary", str(newest_results_folder(settings.results_dir)), "--markdown"]) == 0
-    assert "| append | pyiceberg-add-files | ok |" in capsys.readouterr().out
+    # Scale points are labelled as such: prefixes of the set, not the whole set a matrix run writes.
+    assert "| append (scale, 2 batches) | pyiceberg-add-files | ok |" in capsys.readouterr().out
 
 
 def test_generate_writes_a_set_with_manifest(capsys, tmp_path):

@@ -41,7 +41,7 @@ def test_matrix_with_repeats_and_scale_ends_with_a_report(capsys, settings, tiny
     assert prefixes == [1000, 1000, 2000, 2000, 4000, 4000]  # batches of 500 rows
 
     page = (folder / "report.html").read_text()
-    names = ["latency", "scale", "peak-memory", "memory-timeline", "metrics", "scan-cost"]
+    names = ["verdict", "latency", "scale", "peak-memory", "memory-timeline", "metrics", "scan-cost"]
     assert page.count("data:image/png;base64,") == len(names)
     for name in names:
         assert (folder / "plots" / f"{name}.png").read_bytes().startswith(PNG_MAGIC)
@@ -50,6 +50,11 @@ def test_matrix_with_repeats_and_scale_ends_with_a_report(capsys, settings, tiny
     for text in (page, markdown):
         assert "pyiceberg-fast-append-naive" in text and "keys_unique" in text and "duplicate keys" in text
     assert "![Total write time against batch count](plots/scale.png)" in markdown
+    # The verdict first: the repeated pair that passed ranked, the trap apart with its failed check.
+    verdict = markdown.index("## Verdict: which writer to use")
+    assert verdict < markdown.index("![Write time against peak memory") < markdown.index("## Runs")
+    assert "| 1 | pyiceberg-add-files (2 runs) | pass |" in markdown
+    assert "| - | pyiceberg-fast-append-naive | FAIL |" in markdown
     assert "## Downstream scan cost (one fixed reader)" in markdown and "selective scan s" in markdown
 
     baseline = build_baseline([folder])

@@ -1,0 +1,303 @@
+"""The verdict: which writer to use for append, replace and upsert at the cap that ran.
+
+Per operation (the runs of the plain `append`, `replace` and `upsert` scenarios; traps, faults,
+concurrency and schema evolution are judged in their own tables, not ranked), preset, cap and
+stack: the writers whose runs passed, ranked by write time and then resident peak, and apart from
+them the failing, OOM-killed, errored and unsupported ones with a one-line reason. Pure functions
+returning rows; the report and the terminal summary render them.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from rich.markup import escape
+from rich.table import Table
+
+from harness.base.caps import format_size
+from harness.base.growth import late_early_ratio
+from harness.model import Operation, RunRecord
+from reports.fits import Fit, fits
+from reports.summary import one_line, writer_text
+
+Outcome = Literal["pass", "FAIL", "OOM", "error", "unsupported", "unjudged"]
+# The order of the rows listed apart: what a reader must know first (the table was wrong) first.
+APART_ORDER: tuple[Outcome, ...] = ("FAIL", "OOM", "error", "unjudged", "unsupported")
+REASON_CHARS = 110  # a reason is one line of a table cell
+TERMINAL_REASON_CHARS = 72  # two or three lines of the result column at 100 columns
+OUTCOME_STYLE = {"pass": "green", "FAIL": "bold red", "OOM": "bold red", "error": "red"}
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    """One writer in one group: its rank when it passed (1 = fastest), its figures and why not."""
+
+    writer: str  # with its library variant, e.g. `pyiceberg-table [pyiceberg 0.9.1]`
+    outcome: Outcome
+    rank: int | None
+    write_s: float | None  # median over the repeats
+    wall_s: float | None
+    peak_rss_bytes: int | None  # the largest over the repeats
+    growth: str  # late/early of commits (or steps) and the scale fit's exponent, where recorded
+    reason: str  # one line; empty for a pass
+    repeats: int
+
+
+@dataclass(frozen=True)
+class VerdictGroup:
+    operation: str
+    preset: str
+    cap_bytes: int | None
+    stack: str
+    rows: list[VerdictRow]
+
+    @property
+    def title(self) -> str:
+        return f"{self.operation} ({self.preset}, {cap_text(self.cap_bytes)}, stack {self.stack})"
+
+    @property
+    def ranked(self) -> list[VerdictRow]:
+        return [row for row in self.rows if row.rank is not None]
+
+    @property
+    def apart(self) -> list[VerdictRow]:
+        return [row for row in self.rows if row.rank is None]
+
+
+def cap_text(cap_bytes: int | None) -> str:
+    return "no cap" if cap_bytes is None else f"cap {format_size(cap_bytes)}"
+
+
+def _reason_line(text: str) -> str:
+    return one_line(text, REASON_CHARS)
+
+
+def is_ranked(record: RunRecord) -> bool:
+    """A whole-set run of a plain operation scenario (not a scale point, round or trap scenario)."""
+    operations = {operation.value for operation in Operation}
+    return record.scenario in operations and record.limit_rows is None and record.round is None
+
+
+def outcome_of(record: RunRecord) -> Outcome:
+    if record.status == "ok":
+        if record.verdict is None:
+            return "unjudged"
+        return "pass" if record.verdict.passed else "FAIL"
+    return {"oom": "OOM", "error": "error", "unsupported": "unsupported"}[record.status]
+
+
+def reason_of(record: RunRecord) -> str:
+    """Why a run did not pass, in one line: the first failed checks, the OOM at its cap, the error."""
+    outcome = outcome_of(record)
+    if outcome == "FAIL" and record.verdict is not None:
+        failed = record.verdict.failed
+        first = failed[0]
+        upstream = f" [{first.upstream}]" if first.upstream else ""
+        more = (
+            f" (+{len(failed) - 1} more: {', '.join(c.name for c in failed[1:])})" if len(failed) > 1 else ""
+        )
+        return _reason_line(f"{first.name}: {first.reason or 'failed'}{upstream}{more}")
+    if outcome == "OOM":
+        peak = f", peak {format_size(record.peak_memory_bytes)}" if record.peak_memory_bytes else ""
+        return _reason_line(f"OOM-killed at the {cap_text(record.cap_bytes)}{peak}")
+    if outcome == "unjudged":
+        return "the oracle did not judge the table"
+    if outcome == "unsupported":  # "<writer> does not support this catalog: <why>": the gist; the
+        # whole reason is in the report's and the summary's table of writers that did not run.
+        gist = (record.error or "").removeprefix(f"{record.writer} ").split(": ", 1)[0]
+        return _reason_line(gist)
+    return _reason_line(record.error or "") if outcome != "pass" else ""
+
+
+def growth_text(record: RunRecord, fit: Fit | None) -> str:
+    """`1.8x`: the last commits' latency over the first (the steps' where a run committed fewer
+    than 3 times); `n^1.02`: the exponent of total write time against batch count n, where a
+    scale axis ran. 1x and n^1 are linear in total, 2 quadratic."""
+    parts = []
+    commits = late_early_ratio(record.commit_latencies_s) if len(record.commit_latencies_s) >= 3 else None
+    ratio = commits if commits is not None else record.late_early_ratio
+    if ratio is not None:
+        parts.append(f"{ratio:.1f}x")
+    if fit is not None and fit.growth_exponent is not None:
+        parts.append(f"n^{fit.growth_exponent:.2f}")
+    return ", ".join(parts) or "-"
+
+
+def _group_key(record: RunRecord) -> tuple[str, str, int | None, str]:
+    return record.scenario, record.preset, record.cap_bytes, record.stack
+
+
+def _fit_of(record: RunRecord, found: Sequence[Fit]) -> Fit | None:
+    for fit in found:
+        key = fit.key
+        if (key.scenario, key.writer, key.variant, key.preset, key.cap_bytes, key.stack) == (
+            record.scenario, record.writer, record.variant, record.preset, record.cap_bytes, record.stack,
+        ):  # fmt: skip
+            return fit
+    return None
+
+
+def _median_run(runs: Sequence[RunRecord]) -> RunRecord:
+    ordered = sorted(runs, key=lambda r: r.write_s if r.write_s is not None else float("inf"))
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def _writer_row(runs: Sequence[RunRecord], found: Sequence[Fit]) -> VerdictRow:
+    """The repeats of one writer as one row: passed when every repeat passed; otherwise the worst
+    repeat's outcome and reason, with how many repeats it was."""
+    outcomes = [outcome_of(r) for r in runs]
+    shown = _median_run(runs)
+    worst = next((o for o in APART_ORDER if o in outcomes), "pass")
+    reason = ""
+    if worst != "pass":
+        failing = [r for r in runs if outcome_of(r) == worst]
+        shown = failing[0]
+        reason = reason_of(shown)
+        if len(runs) > 1:
+            reason = _reason_line(f"{len(failing)} of {len(runs)} repeats: {reason}")
+    times = [r.write_s for r in runs if r.write_s is not None]
+    walls = [r.wall_s for r in runs if r.wall_s is not None]
+    peaks = [r.peak_rss_bytes for r in runs if r.peak_rss_bytes is not None]
+    return VerdictRow(
+        writer=writer_text(shown),
+        outcome=worst,
+        rank=None,
+        write_s=statistics.median(times) if times else None,
+        wall_s=statistics.median(walls) if walls else None,
+        peak_rss_bytes=max(peaks) if peaks else None,
+        growth=growth_text(shown, _fit_of(shown, found)) if worst == "pass" else "-",
+        reason=reason,
+        repeats=len(runs),
+    )
+
+
+def _pass_order(row: VerdictRow) -> tuple[float, float, str]:
+    write = row.write_s if row.write_s is not None else float("inf")
+    return write, float(row.peak_rss_bytes or 0), row.writer
+
+
+def _apart_order(row: VerdictRow) -> tuple[int, str]:
+    return APART_ORDER.index(row.outcome) if row.outcome in APART_ORDER else 0, row.writer
+
+
+def verdict_groups(records: Iterable[RunRecord]) -> list[VerdictGroup]:
+    """A group per operation, preset, cap and stack (operations in their order): the passing
+    writers ranked (fastest write first, then the lower resident peak), then the others apart."""
+    records = list(records)
+    found = fits(records)
+    by_group: dict[tuple[str, str, int | None, str], dict[str, list[RunRecord]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    for record in records:
+        if is_ranked(record):
+            by_group[_group_key(record)][writer_text(record)].append(record)
+    order = [operation.value for operation in Operation]
+    groups = []
+    for key in sorted(by_group, key=lambda k: (order.index(k[0]), k[1], k[2] or 0, k[3])):
+        rows = [_writer_row(runs, found) for runs in by_group[key].values()]
+        passed = sorted((r for r in rows if r.outcome == "pass"), key=_pass_order)
+        ranked = [_with_rank(row, index) for index, row in enumerate(passed, start=1)]
+        apart = sorted((r for r in rows if r.outcome != "pass"), key=_apart_order)
+        groups.append(VerdictGroup(*key, rows=ranked + apart))
+    return groups
+
+
+def _with_rank(row: VerdictRow, rank: int) -> VerdictRow:
+    return VerdictRow(**{**row.__dict__, "rank": rank})
+
+
+VERDICT_HEADERS = ["#", "writer", "result", "write s", "peak rss", "growth", "why not"]
+VERDICT_NUMERIC = {0, 3, 4}
+
+
+def verdict_cells(row: VerdictRow) -> list[str]:
+    """The plain-text cells of a row (VERDICT_HEADERS): a failed run's time is its wall time, if any."""
+    seconds = row.write_s if row.write_s is not None or row.outcome == "pass" else row.wall_s
+    timing = "-" if seconds is None else f"{seconds:.2f}"
+    if row.write_s is None and seconds is not None:
+        timing += " (wall)"
+    repeats = f" ({row.repeats} runs)" if row.repeats > 1 and row.outcome == "pass" else ""
+    return [
+        str(row.rank) if row.rank is not None else "-",
+        row.writer + repeats,
+        row.outcome,
+        timing,
+        format_size(row.peak_rss_bytes),
+        row.growth,
+        row.reason,
+    ]
+
+
+def shown_rows(group: VerdictGroup) -> list[VerdictRow]:
+    """The rows a table shows: the writers that did not support the operation for one reason
+    folded into one row naming them all (a matrix of many writers has many of them)."""
+    unsupported: dict[str, list[str]] = {}
+    for row in group.rows:
+        if row.outcome == "unsupported":
+            unsupported.setdefault(row.reason, []).append(row.writer)
+    folded = [
+        VerdictRow(
+            writer=", ".join(writers),
+            outcome="unsupported",
+            rank=None,
+            write_s=None,
+            wall_s=None,
+            peak_rss_bytes=None,
+            growth="-",
+            reason=reason,
+            repeats=1,
+        )
+        for reason, writers in unsupported.items()
+    ]
+    return [row for row in group.rows if row.outcome != "unsupported"] + folded
+
+
+def verdict_rows(group: VerdictGroup) -> list[list[str]]:
+    return [verdict_cells(row) for row in shown_rows(group)]
+
+
+def verdict_headline(group: VerdictGroup) -> str:
+    """The group and, in one sentence, the writer to use, or that none passed."""
+    if not group.ranked:
+        return f"{group.title}: no writer passed"
+    best = group.ranked[0]
+    others = len(group.ranked) - 1
+    tail = f"; {others} more passed" if others else ""
+    failing = [row for row in group.apart if row.outcome in ("FAIL", "OOM", "error")]
+    tail += f"; {len(failing)} failed" if failing else ""
+    return f"{group.title}: use {best.writer} (fastest that passed{tail})"
+
+
+def verdict_table(records: Iterable[RunRecord], title: str = "verdict") -> Table | None:
+    """The verdict for the terminal, narrow enough for 100 columns: a heading row per group, its
+    passed writers ranked, the others apart with their reason in the result cell; None when no
+    plain append/replace/upsert run is among the records."""
+    groups = verdict_groups(records)
+    if not groups:
+        return None
+    table = Table(title=f"{title}: ranked by write time, then peak rss", header_style="bold")
+    longest = max(len(row.writer) for group in groups for row in group.rows)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("writer", min_width=longest)  # the folded unsupported ones wrap between names
+    for header in ("write s", "peak rss"):
+        table.add_column(header, justify="right", no_wrap=True)
+    table.add_column("growth", no_wrap=True)
+    table.add_column("result")
+    for group in groups:
+        table.add_row("", f"[bold]{group.operation}[/] {escape(group.preset)}, {cap_text(group.cap_bytes)}")
+        for row in shown_rows(group):
+            rank, writer, _, seconds, peak, growth, reason = verdict_cells(row)
+            rank, writer, seconds, peak, growth = (
+                escape(cell) for cell in (rank, writer, seconds, peak, growth)
+            )
+            reason = escape(one_line(reason, TERMINAL_REASON_CHARS))
+            result = f"[{OUTCOME_STYLE.get(row.outcome, 'dim')}]{row.outcome}[/]" + (
+                f": {reason}" if reason else ""
+            )
+            table.add_row(rank, writer, seconds, peak, growth, result)
+        table.add_section()
+    return table

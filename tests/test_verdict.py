@@ -1,0 +1,145 @@
+"""The verdict that answers "which writer should I use": ranked passes, the rest apart with their
+reason, the plot that shows it, and the report's first screens as a browser shows them."""
+
+import os
+from pathlib import Path
+
+import pytest
+from matplotlib.colors import to_hex
+from matplotlib.image import imread
+from rich.console import Console
+
+from harness.base.caps import cgroup_parent
+from harness.base.errors import IcebenchError
+from harness.base.results import ResultsStore
+from harness.model import RunRecord
+from harness.run.runner import Runner, RunPlan
+from harness.services.stacks.embedded import EmbeddedStack
+from reports.plots import FAILED_RED, metrics_figure, peak_memory_figure, png_bytes, verdict_figure
+from reports.report import write_report
+from reports.screenshot import SCREEN_HEIGHT, chromium, plot_positions, screenshot
+from reports.verdict import verdict_groups, verdict_table
+
+CAP = 2**30
+# Below what a Python worker with pyarrow and pyiceberg needs at all: the kernel kills it.
+STARVING_CAP = 100 * 2**20
+BATCH_ROWS = 2000  # tiny in several batches: the naive trap reuses file names and loses rows
+
+
+@pytest.fixture(scope="module")
+def verdict_runs(settings, tiny_sets) -> tuple[Path, list[RunRecord]]:
+    """Real tiny runs into a results folder of their own: two writers that pass, the trap that
+    fails a check, a writer that cannot write (unsupported), and one OOM-killed under a tiny cap."""
+    store = ResultsStore(settings.results_dir)
+    runner = Runner(settings, store, EmbeddedStack(settings))
+    plans = [
+        RunPlan("append", writer, "tiny", tiny_sets, BATCH_ROWS, CAP)
+        for writer in ("pyiceberg-add-files", "pyiceberg-commit-per-batch", "pyiceberg-fast-append-naive",
+                       "iceberg-rust")
+    ]  # fmt: skip
+    plans.append(RunPlan("upsert", "pyiceberg-table", "tiny", tiny_sets, BATCH_ROWS, CAP))
+    if cgroup_parent() is not None:
+        plans.append(RunPlan("append", "pyiceberg-table", "tiny", tiny_sets, BATCH_ROWS, STARVING_CAP))
+    return store.folder, [runner.run(plan) for plan in plans]
+
+
+def test_passing_writers_are_ranked_by_write_time_and_the_rest_listed_apart(verdict_runs):
+    _, records = verdict_runs
+    by_writer = {(r.writer, r.cap_bytes): r for r in records if r.scenario == "append"}
+    groups = {(g.operation, g.cap_bytes): g for g in verdict_groups(records)}
+    append = groups[("append", CAP)]
+    ranked = [row.writer for row in append.ranked]
+    assert sorted(ranked) == ["pyiceberg-add-files", "pyiceberg-commit-per-batch"]
+    times = {w: by_writer[(w, CAP)].write_s for w in ranked}
+    assert ranked == sorted(ranked, key=times.__getitem__)  # the faster writer first
+    assert [row.rank for row in append.ranked] == [1, 2]
+
+    apart = {row.writer: row for row in append.apart}
+    assert apart["pyiceberg-fast-append-naive"].outcome == "FAIL"
+    assert apart["pyiceberg-fast-append-naive"].rank is None
+    reason = apart["pyiceberg-fast-append-naive"].reason  # its first failed check, and how many more
+    assert reason.startswith("keys_unique: ") and "duplicate keys" in reason and "more:" in reason
+    assert apart["iceberg-rust"].outcome == "unsupported"
+    assert apart["iceberg-rust"].reason == "does not support writing"
+    assert [row.outcome for row in append.rows] == ["pass", "pass", "FAIL", "unsupported"]
+
+    upsert = groups[("upsert", CAP)]
+    assert [(row.writer, row.rank) for row in upsert.rows] == [("pyiceberg-table", 1)]
+
+
+@pytest.mark.skipif(cgroup_parent() is None, reason="the kernel OOM killer needs a cgroup memory cap")
+def test_an_oom_is_listed_with_its_cap(verdict_runs):
+    _, records = verdict_runs
+    (starved,) = [g for g in verdict_groups(records) if g.cap_bytes == STARVING_CAP]
+    (row,) = starved.rows
+    assert (row.outcome, row.rank) == ("OOM", None)
+    assert row.reason.startswith("OOM-killed at the cap 100.0 MiB")
+
+
+def test_the_terminal_verdict_fits_100_columns(verdict_runs):
+    _, records = verdict_runs
+    console = Console(width=100, record=True)
+    console.print(verdict_table(records))
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 100
+    for word in ("1 │ pyiceberg-", "pyiceberg-fast-append-naive", "FAIL: keys_unique", "unsupported:"):
+        assert word in text, word
+
+
+def test_plots_mark_failed_runs(verdict_runs, tmp_path):
+    """The verdict plot draws the failed writer as a red x with its name; bar plots hatch it."""
+    _, records = verdict_runs
+    figure = verdict_figure(records)
+    assert figure is not None
+    texts = [text.get_text() for axis in figure.axes for text in axis.texts]
+    assert "FAIL" in texts and "pyiceberg-fast-append-naive  (FAIL)" in texts
+    assert any(text.startswith("not supported: iceberg-rust") for text in texts)
+    colours = {
+        to_hex(c) for axis in figure.axes for points in axis.collections for c in points.get_facecolor()
+    }
+    assert FAILED_RED in colours  # the red x of the failed run
+    png = png_bytes(figure)
+    assert png.startswith(b"\x89PNG")
+
+    memory = peak_memory_figure(records)
+    assert memory is not None
+    bars = [patch for axis in memory.axes for patch in axis.patches]
+    assert any(patch.get_hatch() for patch in bars)  # the failed run's bar
+    labels = [text.get_text() for axis in memory.axes for text in axis.texts]
+    assert " FAIL" in labels and " unsupported (not run)" in labels
+    metrics = metrics_figure(records)
+    assert metrics is not None
+    assert any(patch.get_hatch() for axis in metrics.axes for patch in axis.patches)
+
+
+def _chromium_or_skip() -> None:
+    """Under `make test` (ICEBENCH_REQUIRE_DOCKER=1: everything make installs is there) a missing
+    browser fails the test; elsewhere it is skipped with how to install it."""
+    try:
+        chromium()
+    except IcebenchError as missing:
+        if os.environ.get("ICEBENCH_REQUIRE_DOCKER"):
+            pytest.fail(f"{missing}: make test installs it (make browser)")
+        pytest.skip(str(missing))
+
+
+def test_the_report_shows_its_plots_within_the_first_screens(verdict_runs, tmp_path):
+    """Rendered by headless Chromium at 1280 px wide: the verdict's plot starts within two
+    screens of 800 px, and the screenshot of the first screens is not blank."""
+    _chromium_or_skip()
+    folder, _ = verdict_runs
+    report = write_report(folder)
+    page = report.html.read_text()
+    verdict_plot = page.index('id="plot-verdict"')
+    assert page.index("Verdict: which writer to use") < verdict_plot < page.index("<h2", verdict_plot)
+
+    positions = plot_positions(report.html)
+    top, height = positions["plot-verdict"]
+    assert 0 < top < 2 * SCREEN_HEIGHT
+    assert height > 200  # drawn at its size, not a broken image
+    assert min(top for top, _ in positions.values()) == top  # the first plot of the page
+
+    png = screenshot(report.html, tmp_path / "report.png")
+    pixels = imread(png)
+    assert pixels.shape[:2] == (2400, 1280)
+    assert pixels[..., :3].std() > 0.05  # text, tables and plots, not a blank page

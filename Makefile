@@ -23,7 +23,7 @@ GATE_RESULTS  := results/gate
 
 REST_JAR := compose/rest-catalog/build/rest-catalog.jar
 
-.PHONY: bench rounds test lint install rest-catalog clean docker-engine images up down gate gate-baseline perf browser
+.PHONY: bench rounds test lint install rest-catalog clean clean-all docker-engine images up down gate gate-baseline perf browser
 
 $(STAMP): pyproject.toml requirements.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "icebench needs Python 3.11+")'
@@ -93,6 +93,14 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .icebench results compose/rest-catalog/build
+
+# Also what icebench made outside the checkout (~/.cache/icebench, /var/tmp/icebench-docker, its
+# images, temp and test-session folders): `icebench clean --all` says each with its size (the list
+# lives in harness/services/cleanup.py); the private engine is stopped first if `make` started it.
+clean-all: $(STAMP)
+	$(ENGINE_ENV) compose/docker-engine.sh stop --if-owner make
+	$(BIN)/icebench clean --all
+	$(MAKE) clean
 
 # Docker side (compose/README.md): a private dockerd when none answers, images built without a
 # registry, and the compose stack (S3 + bucket + REST catalog) on 127.0.0.1:9000 / :8181.

@@ -47,6 +47,7 @@ from harness.run.matrix import (
 )
 from harness.run.rounds import load_rounds_config, run_rounds
 from harness.run.runner import Runner, RunPlan
+from harness.services import cleanup
 from harness.services.envs import variants
 from harness.services.leftovers import sweep_leftovers
 from harness.services.own_memory import peak_since_start, run_in_box
@@ -268,6 +269,13 @@ def build_parser() -> argparse.ArgumentParser:
     summary = commands.add_parser("summary", help="print the summary table of a results folder")
     summary.add_argument("results_dir", type=Path, metavar="RESULTS_DIR")
     summary.add_argument("--markdown", action="store_true", help="a Markdown table instead")
+
+    clean = commands.add_parser("clean", help="remove the caches icebench made (data sets, environments)")
+    clean.add_argument(
+        "--all", action="store_true", help="also those outside the checkout (~/.cache, /var/tmp)"
+    )
+    clean.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
+    clean.add_argument("--config", type=Path, help="TOML file with [settings] (data_dir)")
 
     commands.add_parser("writers", help="list writer backends and the operations they support")
     commands.add_parser("scenarios", help="list scenarios")
@@ -541,6 +549,19 @@ def cmd_summary(args: argparse.Namespace) -> None:
         _print_results(records, title=f"icebench {args.results_dir.name}")
 
 
+def cmd_clean(args: argparse.Namespace) -> None:
+    """Each place with its size as it goes (kept ones with why); results are never touched."""
+    found = cleanup.places(load_settings(args.config), everything=args.all)
+    freed = 0
+    for removal in cleanup.remove(found, dry_run=args.dry_run):
+        console.print(str(removal), markup=False, highlight=False)
+        freed += removal.place.size if removal.outcome in ("removed", "would go") else 0
+    if not found:
+        console.print("nothing of icebench's to remove")
+    else:
+        console.print(f"{format_size(freed)} {'would be freed' if args.dry_run else 'freed'}")
+
+
 def cmd_writers(_: argparse.Namespace) -> None:
     """Operations per writer, and on which stacks it can run (the reasons it cannot, numbered below)."""
     table = Table(title="writers", header_style="bold")
@@ -717,6 +738,7 @@ COMMANDS = {
     "generate": cmd_generate,
     "run": cmd_run,
     "summary": cmd_summary,
+    "clean": cmd_clean,
     "writers": cmd_writers,
     "report": cmd_report,
     "scenarios": cmd_scenarios,

@@ -68,14 +68,26 @@ class Verdict(BaseModel):
         return [check for check in self.checks if not check.passed]
 
 
+class RowSource(BaseModel):
+    """Generated rows the table must hold: a data set's folder, its first `rows` rows (None: all)."""
+
+    directory: Path
+    rows: int | None = None
+
+
 class Expectation(BaseModel):
     """Table content the oracle expects: row count, content checksum and key set (inclusive ranges).
-    Built by the scenarios (scenarios/base.py), which know the data sets."""
+    Built by the scenarios (scenarios/base.py), which know the data sets.
+
+    `sources` are the rows themselves, where the scenario knows them: a later source's row replaces
+    an earlier one's of the same key (an upsert's change set over its base). Read only after the
+    checksum failed, to name the first differing key; None: not known, the checksum alone tells."""
 
     rows: int
     checksum: str
     key_ranges: KeyRanges
     gone_key_ranges: KeyRanges = []
+    sources: list[RowSource] | None = None
 
 
 class Rendezvous(BaseModel):

@@ -22,26 +22,44 @@ from pyiceberg.types import StringType
 
 from generators.checksum import Checksum
 from generators.datasets import DataSet, DataSets
-from generators.manifest import DatasetManifest
 from generators.schema import EVOLVED_COLUMN, KEY_COLUMN
 from generators.source import ParquetSource
 from harness.engines.writers.base import Writer
 from harness.judge.oracle import Evidence, operation_checks, replaced_files_deleted_check
-from harness.model import Check, Expectation, Feed, Operation, WorkerEnd, WorkerResult, WorkerSpec
+from harness.model import Check, Expectation, Feed, Operation, RowSource, WorkerEnd, WorkerResult, WorkerSpec
 
 
-def expect_set(manifest: DatasetManifest) -> Expectation:
-    return Expectation(rows=manifest.rows, checksum=manifest.checksum, key_ranges=list(manifest.key_ranges))
+def expect_set(data: DataSet) -> Expectation:
+    manifest = data.manifest
+    return Expectation(
+        rows=manifest.rows,
+        checksum=manifest.checksum,
+        key_ranges=list(manifest.key_ranges),
+        sources=[RowSource(directory=data.directory)],
+    )
 
 
 def expect_empty() -> Expectation:
-    return Expectation(rows=0, checksum=f"{0:016x}", key_ranges=[])
+    return Expectation(rows=0, checksum=f"{0:016x}", key_ranges=[], sources=[])
+
+
+def expect_upserted(base: DataSet, changes: DataSet) -> Expectation:
+    """`base` with the change set `changes` upserted into it (the change set's manifest says what
+    the table then holds)."""
+    after = changes.manifest.expected_after_upsert
+    assert after is not None, "a change set's manifest carries the expected table"
+    return Expectation(
+        rows=after.rows,
+        checksum=after.checksum,
+        key_ranges=list(after.key_ranges),
+        sources=[RowSource(directory=base.directory), RowSource(directory=changes.directory)],
+    )
 
 
 def expect_prefix(data: DataSet, rows: int | None) -> Expectation:
     """The first `rows` rows of a set in file order (all of it for None), as a writer is fed them."""
     if rows is None or rows >= data.manifest.rows:
-        return expect_set(data.manifest)
+        return expect_set(data)
     if rows <= 0:
         return expect_empty()
     # A prefix's checksum is not in the manifest, so derive it here.
@@ -49,7 +67,12 @@ def expect_prefix(data: DataSet, rows: int | None) -> Expectation:
     for batch in ParquetSource.open(data.directory, 65_536, rows).batches():
         checksum.update(batch)
     first_key = data.manifest.key_ranges[0][0]
-    return Expectation(rows=rows, checksum=checksum.hex, key_ranges=[(first_key, first_key + rows - 1)])
+    return Expectation(
+        rows=rows,
+        checksum=checksum.hex,
+        key_ranges=[(first_key, first_key + rows - 1)],
+        sources=[RowSource(directory=data.directory, rows=rows)],
+    )
 
 
 def expect_both(one: Expectation, other: Expectation) -> Expectation:
@@ -60,6 +83,7 @@ def expect_both(one: Expectation, other: Expectation) -> Expectation:
         checksum=checksum.hex,
         key_ranges=one.key_ranges + other.key_ranges,
         gone_key_ranges=one.gone_key_ranges + other.gone_key_ranges,
+        sources=None if one.sources is None or other.sources is None else one.sources + other.sources,
     )
 
 
@@ -139,7 +163,7 @@ class Scenario(ABC):
         return table
 
     def expected_before(self, sets: DataSets) -> Expectation:
-        return expect_set(sets[self.initial_set].manifest) if self.initial_set else expect_empty()
+        return expect_set(sets[self.initial_set]) if self.initial_set else expect_empty()
 
     @abstractmethod
     def expected_after(self, sets: DataSets, limit_rows: int | None = None) -> Expectation:

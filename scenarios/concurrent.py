@@ -93,5 +93,5 @@ class Concurrent(Scenario):
 def landed_sets(expected: Expectation, sets: DataSets, landed: list[Feed]) -> Expectation:
     """`expected` plus the whole set of each landed append."""
     for feed in landed:
-        expected = expect_both(expected, expect_set(sets[feed.source_set].manifest))
+        expected = expect_both(expected, expect_set(sets[feed.source_set]))
     return expected

@@ -10,7 +10,7 @@ class Replace(Scenario):
     source_set = "replacement"
 
     def expected_after(self, sets: DataSets, limit_rows: int | None = None) -> Expectation:
-        expected = expect_set(sets["replacement"].manifest)
+        expected = expect_set(sets["replacement"])
         # Every row of the replaced set must be gone, not just outnumbered.
         expected.gone_key_ranges = list(sets["base"].manifest.key_ranges)
         return expected

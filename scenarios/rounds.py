@@ -21,7 +21,7 @@ from pyiceberg.table import Table
 
 from generators.datasets import round_changes, round_set
 from harness.model import Expectation, KeyRanges, Operation
-from scenarios.base import DataSets, Scenario, expect_both, expect_empty, expect_set
+from scenarios.base import DataSets, Scenario, expect_both, expect_empty, expect_set, expect_upserted
 
 PHASES: dict[str, Operation] = {
     "append": Operation.APPEND,
@@ -61,13 +61,11 @@ class RoundsTable:
 
 def _block_expectation(sets: DataSets, round_number: int, block: Block) -> Expectation:
     if block == "set":
-        return expect_set(sets[round_set(round_number)].manifest)
-    changes = sets[round_changes(round_number)].manifest
+        return expect_set(sets[round_set(round_number)])
+    changes = sets[round_changes(round_number)]
     if block == "changes":
         return expect_set(changes)
-    after = changes.expected_after_upsert
-    assert after is not None, "a change set's manifest carries the expected table"
-    return Expectation(rows=after.rows, checksum=after.checksum, key_ranges=list(after.key_ranges))
+    return expect_upserted(sets[round_set(round_number)], changes)
 
 
 def subtract_ranges(ranges: KeyRanges, removed: KeyRanges) -> KeyRanges:

@@ -1,5 +1,5 @@
 from harness.model import Expectation, Operation
-from scenarios.base import DataSets, Scenario
+from scenarios.base import DataSets, Scenario, expect_upserted
 
 
 class Upsert(Scenario):
@@ -10,6 +10,5 @@ class Upsert(Scenario):
     source_set = "changes"
 
     def expected_after(self, sets: DataSets, limit_rows: int | None = None) -> Expectation:
-        after = sets[self.source_set].manifest.expected_after_upsert
-        assert after is not None, "a change set's manifest carries the expected table"
-        return Expectation(rows=after.rows, checksum=after.checksum, key_ranges=list(after.key_ranges))
+        assert self.initial_set is not None, "an upsert changes a table that holds a set"
+        return expect_upserted(sets[self.initial_set], sets[self.source_set])

@@ -36,7 +36,7 @@ def _append_table(tmp_path: Path, sets: DataSets) -> tuple[Table, object]:
 def _judge(table: Table, scenario: object, sets: DataSets, before: object) -> tuple[Verdict, dict]:
     verdict, _ = judge(
         table.refresh(),
-        expected=expect_set(sets["base"].manifest),
+        expected=expect_set(sets["base"]),
         expected_schema=scenario.expected_schema(sets),
         error=None,
         before=before,

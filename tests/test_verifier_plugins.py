@@ -104,7 +104,7 @@ def test_any_verifier_gives_the_engines_agree_check(tiny_sets, tmp_path):
     def engines_agree(verifier: Verifier, options: EngineOptions | None = None):
         verdict, _ = judge(
             table.refresh(),
-            expected=expect_set(manifest),
+            expected=expect_set(tiny_sets["base"]),
             error=None,
             before=before,
             single_commit=True,

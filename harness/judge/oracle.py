@@ -34,7 +34,14 @@ from pyiceberg.table.snapshots import Snapshot
 from generators.checksum import Checksum
 from generators.schema import KEY_COLUMN
 from harness.base.known_issues import match_known_issue
+from harness.base.reasons import first_few, short_path, short_reason
 from harness.engines.verifiers import PRIMARY, Verifier, VerifierFailed, verifiers
+from harness.judge.difference import (
+    first_difference,
+    first_duplicate,
+    first_missing_key,
+    first_unexpected_key,
+)
 from harness.judge.readback import FileFacts, TableContent, read_content
 from harness.model import Check, EngineOptions, Expectation, KeyRanges, Verdict
 
@@ -226,7 +233,7 @@ def _visible_content_checks(
 ) -> tuple[list[Check], str | None]:
     """The content checks and the reader whose rows they judged (None: no reader could)."""
     if not content.equality_delete_files:
-        checks = _content_checks(content, expected)
+        checks = _content_checks(table, content, expected)
         if verifier is not None:
             checks.append(_verifier_agrees(table, content, verifier, options))
         return checks, PRIMARY
@@ -340,7 +347,7 @@ def manifest_stats_check(content: TableContent) -> Check:
         passed=not lies,
         expected=f"{len(content.files)} files whose stats hold their content",
         actual=f"{len(lies)} files whose stats do not",
-        reason=first_few(lies),
+        reason=first_few(lies, shown=2),
     )
 
 
@@ -355,7 +362,7 @@ def _stats_problem(facts: FileFacts) -> str | None:
         and ((lower is not None and lower > low) or (upper is not None and upper < high))
     ):
         problems.append(f"{KEY_COLUMN} bounds [{lower}, {upper}] but keys [{low}, {high}]")
-    return f"{facts.path}: {'; '.join(problems)}" if problems else None
+    return f"{short_path(facts.path)}: {', '.join(problems)}" if problems else None
 
 
 def snapshot_summary_check(
@@ -423,7 +430,9 @@ def no_orphans_check(orphans: dict[str, int]) -> Check:
     a commit attempt that lost the catalog's compare-and-swap (pyiceberg's SqlCatalog writes the
     file before the swap and leaves it), the writer's retry then landed."""
     lost_swaps = [path for path in orphans if path.endswith(".metadata.json")]
-    problems = [f"{path} ({orphans[path]:,} bytes) is reachable from no metadata" for path in orphans]
+    problems = [
+        f"{short_path(path)} ({size:,} bytes) is reachable from no metadata" for path, size in orphans.items()
+    ]
     if lost_swaps:
         problems.append(
             f"{len(lost_swaps)} of them metadata files of commit attempts that lost the catalog's "
@@ -438,14 +447,6 @@ def no_orphans_check(orphans: dict[str, int]) -> Check:
     )
 
 
-def first_few(problems: list[str], shown: int = 3) -> str | None:
-    """One line for a check's reason: the first problems and how many more."""
-    if not problems:
-        return None
-    more = f" (+{len(problems) - shown} more)" if len(problems) > shown else ""
-    return "; ".join(problems[:shown]) + more
-
-
 def unreadable_verdict(error: str | None, problem: str) -> Verdict:
     """The table could not even be loaded or scanned afterwards: that is a verdict, not a crash."""
     checks = [_operation_failed(error)] if error else []
@@ -457,11 +458,14 @@ def _operation_failed(error: str) -> Check:
 
 
 def failed_check(name: str, reason: str) -> Check:
+    """A check failed for `reason` (a library's error message, often): the upstream issue it is
+    known as, found in the whole message; the reason kept to one short line."""
     known = match_known_issue(reason)
-    return Check(name=name, passed=False, reason=reason, upstream=known.upstream if known else None)
+    upstream = known.upstream if known else None
+    return Check(name=name, passed=False, reason=short_reason(reason), upstream=upstream)
 
 
-def _content_checks(content: TableContent, expected: Expectation) -> list[Check]:
+def _content_checks(table: Table, content: TableContent, expected: Expectation) -> list[Check]:
     unique = content.unique_keys
     duplicates = len(content.keys) - len(unique)
     expected_keys = sum(hi - lo + 1 for lo, hi in expected.key_ranges)
@@ -474,19 +478,20 @@ def _content_checks(content: TableContent, expected: Expectation) -> list[Check]
             passed=duplicates == 0 and content.null_keys == 0,
             expected=0,
             actual=duplicates,
-            reason=_reason(duplicates, "duplicate keys") or _reason(content.null_keys, "null keys"),
+            reason=_reason(duplicates, f"duplicate keys (first {first_duplicate(content.keys)})")
+            if duplicates
+            else _reason(content.null_keys, "null keys"),
         ),
         Check(
             name="key_set",
             passed=key_set_ok,
-            expected=expected.key_ranges,
+            expected=_key_ranges_in_brief(expected.key_ranges),
             actual={"distinct": len(unique), "in_expected_ranges": in_ranges},
             reason=None
             if key_set_ok
-            else f"{expected_keys - in_ranges} expected keys missing, "
-            f"{len(unique) - in_ranges} unexpected keys",
+            else _key_set_reason(unique, expected.key_ranges, in_ranges, expected_keys),
         ),
-        _equal("content_checksum", expected.checksum, content.checksum),
+        _content_checksum_check(table, content, expected),
     ]
     if expected.gone_key_ranges:
         left = count_in_ranges(unique, expected.gone_key_ranges)
@@ -500,6 +505,41 @@ def _content_checks(content: TableContent, expected: Expectation) -> list[Check]
             )
         )
     return checks
+
+
+def _content_checksum_check(table: Table, content: TableContent, expected: Expectation) -> Check:
+    """The checksums; when they differ and the scenario knows its rows, the first differing key
+    (a pass over the expected rows, made only now that the check has failed)."""
+    check = _equal("content_checksum", expected.checksum, content.checksum)
+    if check.passed or expected.sources is None:
+        return check
+    try:
+        where = first_difference(table, content, expected.sources)
+    except Exception as exc:  # the verdict stands without the detail, which says why it is missing
+        where = f"the first differing key is not known ({type(exc).__name__}: {exc})"
+    if where:
+        check.reason = short_reason(
+            f"{where} (checksum expected {expected.checksum}, found {content.checksum})"
+        )
+    return check
+
+
+def _key_set_reason(unique: np.ndarray, ranges: KeyRanges, in_ranges: int, expected_keys: int) -> str:
+    """How many expected keys are missing and unexpected keys present, each with its first key
+    (found only now that the check has failed)."""
+    missing, unexpected = expected_keys - in_ranges, len(unique) - in_ranges
+    first_missing = f" (first {first_missing_key(unique, ranges)})" if missing else ""
+    first_unexpected = f" (first {first_unexpected_key(unique, ranges)})" if unexpected else ""
+    return f"{missing} expected keys missing{first_missing}, {unexpected} unexpected keys{first_unexpected}"
+
+
+def _key_ranges_in_brief(ranges: KeyRanges) -> KeyRanges | str:
+    """Key ranges as a check's `expected` shows them: a few as they are, many as a count and span."""
+    if len(ranges) <= 3:
+        return ranges
+    keys = sum(high - low + 1 for low, high in ranges)
+    span = f"from {min(low for low, _ in ranges)} to {max(high for _, high in ranges)}"
+    return f"{keys:,} keys in {len(ranges)} ranges {span}"
 
 
 def _verifier_agrees(
@@ -541,7 +581,7 @@ def _file_checks(table: Table, content: TableContent) -> list[Check]:
             passed=not repeated,
             expected=0,
             actual=len(repeated),
-            reason=f"{len(repeated)} data files listed more than once, e.g. {next(iter(repeated))}"
+            reason=f"{len(repeated)} data files listed more than once, e.g. {short_path(min(repeated))}"
             if repeated
             else None,
         ),
@@ -550,7 +590,9 @@ def _file_checks(table: Table, content: TableContent) -> list[Check]:
             passed=not missing,
             expected=0,
             actual=len(missing),
-            reason=f"{len(missing)} listed data files are missing, e.g. {missing[0]}" if missing else None,
+            reason=f"{len(missing)} listed data files are missing, e.g. {short_path(min(missing))}"
+            if missing
+            else None,
         ),
     ]
 

@@ -43,7 +43,7 @@ from pyiceberg.io.pyarrow import (
     _to_requested_schema,
     pyarrow_to_schema,
 )
-from pyiceberg.manifest import DataFile, DataFileContent, ManifestEntry
+from pyiceberg.manifest import DataFile, DataFileContent, ManifestEntry, ManifestFile
 from pyiceberg.schema import Schema, prune_columns
 from pyiceberg.table import FileScanTask, Table
 from pyiceberg.types import PrimitiveType
@@ -77,6 +77,9 @@ class TableContent:
     checksum: str
     keys: np.ndarray
     null_keys: int
+    # Each visible row's hash (generators/checksum.py), beside its key in `keys`: what the checksum
+    # sums, kept (8 bytes a row) so a checksum that fails can be traced to its first differing key.
+    row_hashes: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))
     files: list[FileFacts] = field(default_factory=list)
     manifests: int = 0
     # Live equality-delete files of the snapshot, not applied: rows, checksum and keys are the
@@ -101,22 +104,24 @@ def read_content(table: Table, batch_rows: int = READ_BATCH_ROWS) -> TableConten
     """One pass over the current snapshot: checksum, keys and file facts, one data file at a time.
     A reader thread decodes the next batches while this one hashes (at most PREFETCH_BATCHES ahead)."""
     snapshot = table.current_snapshot()
-    equality_deletes = _EqualityDeletesSetAside()
-    planner = table.scan()._manifest_planner  # plan_files() with an entry filter
     manifests = snapshot.manifests(table.io) if snapshot else []
-    tasks = list(planner.plan_files(manifests, manifest_entry_filter=equality_deletes.keep))
+    tasks, equality_deletes = _planned(table, manifests)
     checksum = Checksum()
     keys: list[np.ndarray] = []
+    hashes: list[np.ndarray] = []
     null_keys = 0
     rows = [0] * len(tasks)
     bounds = [_Bounds() for _ in tasks]
     for index, raw, visible in _prefetched(_batches(table, tasks, batch_rows), PREFETCH_BATCHES):
         rows[index] += raw.num_rows
         bounds[index].update(raw.column(KEY_COLUMN))
-        checksum.update(visible)
+        row_hashes = Checksum.hash_rows(visible)
+        checksum.add_rows(row_hashes)
         key = visible.column(KEY_COLUMN)
         null_keys += key.null_count
         keys.append(pc.drop_null(key).to_numpy(zero_copy_only=False).astype(np.int64))
+        keyed = key.is_valid().to_numpy(zero_copy_only=False) if key.null_count else slice(None)
+        hashes.append(row_hashes[keyed])
     files = [
         FileFacts(
             path=task.file.file_path,
@@ -132,10 +137,29 @@ def read_content(table: Table, batch_rows: int = READ_BATCH_ROWS) -> TableConten
         checksum=checksum.hex,
         keys=np.concatenate(keys) if keys else np.empty(0, np.int64),
         null_keys=null_keys,
+        row_hashes=np.concatenate(hashes) if hashes else np.empty(0, np.uint64),
         files=files,
         manifests=len(manifests),
         equality_delete_files=equality_deletes.count,
     )
+
+
+def rows_with_key(table: Table, key: int) -> pa.Table:
+    """The visible rows whose key is `key` (one, in a sound table), reading only the row groups
+    whose key statistics allow it."""
+    snapshot = table.current_snapshot()
+    tasks, _ = _planned(table, snapshot.manifests(table.io) if snapshot else [])
+    batches = list(scan_rows(table, tasks, (key, key)))
+    return pa.Table.from_batches(batches) if batches else table.schema().as_arrow().empty_table()
+
+
+def _planned(
+    table: Table, manifests: list[ManifestFile]
+) -> tuple[list[FileScanTask], _EqualityDeletesSetAside]:
+    """The file tasks of `manifests`, their equality-delete files set aside (and counted)."""
+    equality_deletes = _EqualityDeletesSetAside()
+    planner = table.scan()._manifest_planner  # plan_files() with an entry filter
+    return list(planner.plan_files(manifests, manifest_entry_filter=equality_deletes.keep)), equality_deletes
 
 
 @dataclass

@@ -216,7 +216,7 @@ class WorkerEnd:
 
 
 class RunRecord(BaseModel):
-    """Everything measured about one scenario x writer run. Field meanings are in the README."""
+    """Everything measured about one scenario x writer run. Field meanings are in docs/results.md."""
 
     # The shape of this line (RESULTS_SCHEMA_VERSION below): 2 added schema_version and
     # writer_source; lines written before carry no schema_version and read as 1.

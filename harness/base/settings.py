@@ -167,7 +167,7 @@ def check_environment(environ: dict[str, str] | None = None) -> None:
         hint = close_match(setting, known).replace("mean ", f"mean {ENV_PREFIX}")
         raise IcebenchError(
             f"unknown environment variable {name}{hint}; "
-            f"every setting is {ENV_PREFIX}<NAME> (README: Configuration)"
+            f"every setting is {ENV_PREFIX}<NAME> (docs/configuration.md)"
         )
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -25,7 +25,7 @@ from generators.manifest import DatasetManifest
 from generators.presets import PRESETS, get_preset
 from generators.wide import generate_base
 from harness.base.caps import ISOLATIONS, check_cap_fits, format_size, parse_size, resolve_isolation
-from harness.base.errors import IcebenchError, IcebenchWarning, failure_line
+from harness.base.errors import IcebenchError, IcebenchWarning, failure_line, warn
 from harness.base.ownership import owned
 from harness.base.redaction import redact
 from harness.base.results import ResultsStore, environment, read_runs
@@ -60,6 +60,7 @@ from reports.compare import (
     comparison_markdown,
     comparison_tables,
     not_comparable,
+    nothing_shared,
     version_changes,
 )
 from reports.fits import fits
@@ -82,6 +83,7 @@ from reports.summary import (
     summary_tables,
     unsupported_rows,
 )
+from reports.terminal import fitted
 from reports.verdict import verdict_table
 from scenarios import get_scenario, scenarios
 from scenarios.base import DataSets
@@ -92,8 +94,13 @@ ConfigTable = TypeVar("ConfigTable", bound=BaseModel)
 # Writer libraries whose versions a run can vary (--pyiceberg 0.9.1,0.12.0).
 VERSIONED_LIBRARIES = ("pyiceberg", "dlt", "polars", "daft")
 
-# Wide enough for the summary table when output goes to a file or CI log.
-console = Console(width=None if sys.stdout.isatty() else 200)
+# A file or CI log gets 200 columns unless COLUMNS says otherwise; a terminal, its own width.
+console = Console(width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 200)
+
+
+def show(*renderables: RenderableType) -> None:
+    """Print; a table wider than the console as one block per row (reports/terminal.py)."""
+    console.print(*(fitted(renderable, console) for renderable in renderables))
 
 
 def progress_bar() -> Progress:
@@ -124,6 +131,7 @@ class RichEvents(MatrixEvents):
     def __init__(self) -> None:
         self.progress: Progress | None = None
         self.task: TaskID | None = None
+        self.rows_task: TaskID | None = None  # inside the current run, once its worker reports
 
     def generating(self) -> AbstractContextManager[ProgressFactory]:
         return generation_progress()
@@ -140,10 +148,18 @@ class RichEvents(MatrixEvents):
             self.progress.update(
                 self.task, description=f"{plan.preset}: {_run_label(plan)} x {plan.writer}{axis}"
             )
+            self.rows_task = self.progress.add_task("  rows fed", total=None, visible=False)
+
+    def run_progress(self, fed: int, rows: int) -> None:
+        if self.progress is not None and self.rows_task is not None:
+            self.progress.update(self.rows_task, completed=fed, total=rows, visible=True)
 
     def run_finished(self, plan: RunPlan, record: RunRecord) -> None:
         if self.progress is None or self.task is None:
             return
+        if self.rows_task is not None:
+            self.progress.remove_task(self.rows_task)
+            self.rows_task = None
         axis = (
             f" {record.batches or 0:>4} batches, write {record.write_s or 0:.2f} s" if plan.limit_rows else ""
         )
@@ -168,12 +184,10 @@ def _print_results(records: list[RunRecord], title: str) -> None:
     """The verdict, the summary table, the growth fit of each scale axis with its points, the
     rounds table."""
     if verdict := verdict_table(records):
-        console.print(verdict)
-    console.print(*summary_tables(records, title=title))
-    for fit in fits(records):
-        console.print(fit_table(fit))
-    if tables := rounds_tables(records):
-        console.print(*tables)
+        show(verdict)
+    show(*summary_tables(records, title=title))
+    show(*(fit_table(fit) for fit in fits(records)))
+    show(*rounds_tables(records))
 
 
 def _comma_ints(text: str) -> list[int]:
@@ -543,8 +557,7 @@ def cmd_summary(args: argparse.Namespace) -> None:
         print(summary_markdown(records))
         if unsupported := unsupported_rows(records):
             print("\n" + markdown_table(UNSUPPORTED_HEADERS, unsupported))
-        for fit in fits(records):
-            console.print(fit_table(fit))
+        show(*(fit_table(fit) for fit in fits(records)))
     else:
         _print_results(records, title=f"icebench {args.results_dir.name}")
 
@@ -580,7 +593,7 @@ def cmd_writers(_: argparse.Namespace) -> None:
         table.add_row(
             name, *marks, "one" if writer.single_commit else "several", *on_stacks, writer.description
         )
-    console.print(table)
+    show(table)
     for number, reason in enumerate(reasons, 1):
         console.print(f"({number}) {reason}")
 
@@ -591,7 +604,7 @@ def cmd_scenarios(_: argparse.Namespace) -> None:
         table.add_column(column)
     for name, scenario in scenarios().items():
         table.add_row(name, scenario.operation, scenario.description)
-    console.print(table)
+    show(table)
 
 
 def _with_flags(config: ConfigTable, **flags: object) -> ConfigTable:
@@ -661,8 +674,7 @@ def cmd_scale(args: argparse.Namespace) -> None:
     ).resolved()
     with _session(settings) as (store, stack):
         records = run_matrix(settings, config, store, stack, RichEvents())
-    for fit in fits(records):
-        console.print(fit_table(fit))
+    show(*(fit_table(fit) for fit in fits(records)))
     console.print(f"results: {store.folder}")
     if args.report:
         _print_report(write_report(store.folder))
@@ -698,11 +710,12 @@ def cmd_compare(args: argparse.Namespace) -> None:
     if args.markdown:
         print(comparison_markdown(rows))
     else:
-        for table in comparison_tables(rows, title=f"{args.base} → {args.current}"):
-            console.print(table)
+        show(*comparison_tables(rows, title=f"{args.base} → {args.current}"))
     for change in version_changes(base, current):
         console.print(f"version changed: {change}")
     _print_not_comparable(not_comparable(rows))
+    if disjoint := nothing_shared(rows):
+        warn(disjoint)
 
 
 def _print_not_comparable(rows: list[KeyComparison]) -> None:
@@ -730,7 +743,7 @@ def cmd_gate(args: argparse.Namespace) -> None:
     if args.markdown:
         print(regressions_markdown(found))
     else:
-        console.print(regressions_table(found, title=f"regressions: {against}"))
+        show(regressions_table(found, title=f"regressions: {against}"))
     raise GateFailed(f"gate failed: {len(found)} regressions, {against}")
 
 

@@ -8,7 +8,7 @@ between the two sides (another source hash) is not compared at all: its numbers 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel
@@ -17,6 +17,7 @@ from rich.table import Table
 from harness.model import Metric, RunKey, metrics
 from reports.baseline import Aggregate, Baseline, RunAggregate, status_text
 from reports.summary import markdown_table, metric_text
+from reports.terminal import rich_table
 
 Presence = Literal["both", "base only", "current only", "not comparable"]
 Kind = Literal["run", "scale"]
@@ -229,22 +230,6 @@ def _table_rows(rows: Sequence[KeyComparison], layout: Layout, markup: bool) -> 
     return cells
 
 
-def rich_table(
-    title: str, headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Collection[int]
-) -> Table:
-    """A table whose `numeric` columns (by index) are right-aligned; the text columns before them
-    name the row and are never wrapped, so a narrow terminal squeezes the numbers instead."""
-    table = Table(title=title, header_style="bold")
-    first_numeric = min(numeric, default=len(headers))
-    for index, header in enumerate(headers):
-        table.add_column(
-            header, justify="right" if index in numeric else "left", no_wrap=index < first_numeric
-        )
-    for row in rows:
-        table.add_row(*row)
-    return table
-
-
 def _tables(rows: Sequence[KeyComparison]) -> list[tuple[Layout, list[KeyComparison]]]:
     """The run table always, the fit table when either side has fits."""
     found = []
@@ -257,7 +242,13 @@ def _tables(rows: Sequence[KeyComparison]) -> list[tuple[Layout, list[KeyCompari
 
 def comparison_tables(rows: Sequence[KeyComparison], title: str = "compare") -> list[Table]:
     return [
-        rich_table(layout.caption(title), layout.headers, _table_rows(of_kind, layout, True), layout.numeric)
+        rich_table(
+            layout.caption(title),
+            layout.headers,
+            _table_rows(of_kind, layout, True),
+            layout.numeric,
+            markup=True,
+        )
         for layout, of_kind in _tables(rows)
     ]
 
@@ -268,6 +259,27 @@ def comparison_markdown(rows: Sequence[KeyComparison], title: str = "compare") -
         + markdown_table(layout.headers, _table_rows(of_kind, layout, False), layout.numeric)
         for layout, of_kind in _tables(rows)
     )
+
+
+# What sets two sides' keys apart when none is shared: the parts a user picks on the command line.
+KEY_PARTS = ("scenario", "writer", "preset", "stack", "isolation", "cap_bytes", "batch_rows")
+
+
+def nothing_shared(rows: Sequence[KeyComparison]) -> str | None:
+    """Why `compare` shows no ratio at all: no key on both sides, and the key parts whose values
+    the two sides share none of (e.g. `preset tiny vs small`). None when something was compared."""
+    if not rows or any(row.presence in ("both", "not comparable") for row in rows):
+        return None
+    sides = {
+        side: [row.run_key for row in rows if row.presence == side] for side in ("base only", "current only")
+    }
+    apart = []
+    for part in KEY_PARTS:
+        base, current = ({str(getattr(key, part)) for key in keys} for keys in sides.values())
+        if base and current and not base & current:
+            apart.append(f"{part} {', '.join(sorted(base))} vs {', '.join(sorted(current))}")
+    counts = f"{len(sides['base only'])} keys only in base, {len(sides['current only'])} only in current"
+    return f"nothing in common to compare ({counts})" + (f": {'; '.join(apart)}" if apart else "")
 
 
 def version_changes(base: Baseline, current: Baseline) -> list[str]:

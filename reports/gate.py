@@ -22,8 +22,9 @@ from harness.base.errors import IcebenchError
 from harness.base.settings import read_table
 from harness.model import Metric, metric, metrics
 from reports.baseline import Baseline, status_text
-from reports.compare import KeyComparison, change_text, compare, kind_metrics, rich_table
+from reports.compare import KeyComparison, change_text, compare, kind_metrics
 from reports.summary import markdown_table, metric_text
+from reports.terminal import rich_table
 
 
 def threshold_defaults() -> dict[str, float]:

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from harness.model import Metric, RunRecord, metric
 from reports.summary import metric_text
+from reports.terminal import rich_table
 
 # What is followed over the rounds: the write's latency and memory, what it leaves in the table,
 # and what reading that table costs (the full scan: the small files and deletes piling up).
@@ -131,9 +132,4 @@ def rounds_tables(records: Sequence[RunRecord]) -> list[Table]:
     if not rows:
         return []
     title = "rounds: each metric from the first round to the last; Δ/round: its degradation rate"
-    table = Table(title=title, header_style="bold")
-    for index, header in enumerate(headers):
-        table.add_column(header, justify="right" if index in numeric else "left", no_wrap=index < 2)
-    for row in rows:
-        table.add_row(*row)
-    return [table]
+    return [rich_table(title, headers, rows, numeric)]

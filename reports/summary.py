@@ -11,6 +11,7 @@ from rich.table import Table
 from harness.base.caps import format_size
 from harness.model import ORACLE_READER, Metric, RunRecord, metrics, run_key
 from reports.fits import Fit, point_batches
+from reports.terminal import rich_table
 
 STATUS_STYLE = {"ok": "green", "oom": "bold red", "error": "red", "unsupported": "dim"}
 
@@ -85,9 +86,9 @@ def summary_table(records: Iterable[RunRecord], title: str = "icebench") -> Tabl
     table = Table(title=title, header_style="bold")
     shown = columns()
     for index, (header, right, cell) in enumerate(shown):
-        # What ran (scenario, writer) is never wrapped: the figures give way first.
+        # What ran (scenario, writer, status) is never wrapped: the figures give way first.
         whole = max((len(cell(r)) for r in records), default=0) if index < 2 else None
-        table.add_column(header, justify="right" if right else "left", no_wrap=index < 2, min_width=whole)
+        table.add_column(header, justify="right" if right else "left", no_wrap=index < 3, min_width=whole)
     table.add_column("verdict")
     for r in records:
         cells = [escape(cell(r)) for _, _, cell in shown]  # "[pyiceberg 0.9.1]" is no style
@@ -287,14 +288,3 @@ def worker_table(records: Iterable[RunRecord]) -> Table | None:
     if not rows:
         return None
     return rich_table("concurrent workers (retries: pyiceberg's own; - not counted)", headers, rows, numeric)
-
-
-def rich_table(
-    title: str, headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: Collection[int]
-) -> Table:
-    table = Table(title=title, header_style="bold")
-    for index, column in enumerate(headers):
-        table.add_column(column, justify="right" if index in numeric else "left")
-    for row in rows:
-        table.add_row(*(escape(cell) for cell in row))
-    return table

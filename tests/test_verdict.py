@@ -9,6 +9,7 @@ from matplotlib.colors import to_hex
 from matplotlib.image import imread
 from rich.console import Console
 
+from harness import cli
 from harness.base.caps import cgroup_parent
 from harness.base.errors import IcebenchError
 from harness.base.results import ResultsStore
@@ -18,6 +19,7 @@ from harness.services.stacks.embedded import EmbeddedStack
 from reports.plots import FAILED_RED, metrics_figure, peak_memory_figure, png_bytes, verdict_figure
 from reports.report import write_report
 from reports.screenshot import SCREEN_HEIGHT, chromium, plot_positions, screenshot
+from reports.terminal import fitted, rich_table
 from reports.verdict import verdict_groups, verdict_table
 
 CAP = 2**30
@@ -84,6 +86,35 @@ def test_the_terminal_verdict_fits_100_columns(verdict_runs):
     assert max(len(line) for line in text.splitlines()) <= 100
     for word in ("1 │ pyiceberg-", "pyiceberg-fast-append-naive", "FAIL: keys_unique", "unsupported:"):
         assert word in text, word
+
+
+def test_the_terminal_summary_fits_100_columns_one_block_per_run(verdict_runs, monkeypatch):
+    """`icebench summary` in 100 columns: the verdict table, then the summary too wide for a
+    table as one block per run, every writer name whole (fast-append vs fast-append-naive)."""
+    folder, records = verdict_runs
+    console = Console(width=100, record=True)
+    monkeypatch.setattr(cli, "console", console)
+    assert cli.main(["summary", str(folder)]) == 0
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 100
+    headings = [line for line in text.splitlines() if line.startswith(("append  ", "upsert  "))]
+    assert len(headings) == len(records)
+    assert "append  pyiceberg-fast-append-naive  ok" in headings
+    assert any(line.startswith("    peak rss ") for line in text.splitlines())
+    assert "verdict FAIL keys_unique" in text
+
+    wide = Console(width=400, record=True)
+    monkeypatch.setattr(cli, "console", wide)
+    assert cli.main(["summary", str(folder)]) == 0
+    assert "┃ scenario" in wide.export_text()  # room enough: the table itself
+
+
+def test_a_block_keeps_what_a_narrow_table_would_cut():
+    table = rich_table("t", ["name", "a long figure header", "another"], [["x" * 30, "1.0", "2"]], {1, 2})
+    console = Console(width=40, record=True)
+    console.print(fitted(table, console))
+    assert console.export_text().splitlines() == ["t", "x" * 30, "    a long figure header 1.0  another 2"]
+    assert fitted(table, Console(width=80)) is table
 
 
 def test_plots_mark_failed_runs(verdict_runs, tmp_path):

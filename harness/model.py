@@ -129,6 +129,7 @@ class WorkerSpec(BaseModel):
     writer_options: dict[str, Any] = {}  # the writer's engine options; the worker validates them
     started_marker: Path
     result_path: Path
+    progress_path: Path | None = None  # rows fed so far, for the CLI's bar (harness/base/progress.py)
     kill_at: KillPoint | None = None  # fault scenarios (crash-*): SIGKILL this process there
     kill_note_path: Path | None = None  # the KillNote goes here just before the kill
     rendezvous: Rendezvous | None = None  # concurrent scenarios: wait for the other workers first

@@ -280,3 +280,16 @@ def test_cli_baseline_gate_and_compare(tmp_path, capsys):
     assert err == f"icebench: error: baseline file {missing} does not exist\n"
     assert main(["gate", "--baseline", str(baseline_file), str(tmp_path / "nowhere")]) == 2
     assert "nowhere does not exist" in capsys.readouterr().err
+
+
+def test_compare_of_folders_with_nothing_in_common_says_so_and_why(tmp_path, capsys):
+    base = results(tmp_path, "base", three())
+    other = results(tmp_path, "other", [run(writer="pyiceberg-txn-batches", batch_rows=500)])
+    assert main(["compare", str(base), str(other)]) == 0
+    err = capsys.readouterr().err
+    assert err.strip() == (
+        "icebench: warning: nothing in common to compare (1 keys only in base, 1 only in current): "
+        "writer pyiceberg-table vs pyiceberg-txn-batches; batch_rows 2000 vs 500"
+    )
+    assert main(["compare", str(base), str(results(tmp_path, "same", three()))]) == 0
+    assert "nothing in common" not in capsys.readouterr().err

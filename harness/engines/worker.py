@@ -26,6 +26,7 @@ from pyiceberg.table import Table
 from generators.source import ParquetSource
 from harness.base.errors import SourceError, one_line
 from harness.base.orphan_guard import die_with_parent_if_asked
+from harness.base.progress import ProgressFile
 from harness.base.results import write_whole
 from harness.base.settings import validate_options
 from harness.engines.writers import StepTimer, WriteJob, get_writer
@@ -57,10 +58,13 @@ class CountedSource(ParquetSource):
     """The same batches, counting the rows handed to the writer (what it could have committed)."""
 
     fed: FedRows = dataclasses.field(default_factory=FedRows)
+    progress: ProgressFile | None = None
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         for batch in super().batches():
             self.fed.count += batch.num_rows
+            if self.progress is not None:
+                self.progress.fed(self.fed.count)
             yield batch
 
 
@@ -170,6 +174,8 @@ def run(spec: WorkerSpec) -> WorkerResult:
         source = CountedSource.open(spec.source_dir, spec.batch_rows, spec.limit_rows)
         check_schema(source, table, spec.table)
         result.batches = source.batch_count
+        if spec.progress_path is not None:
+            source = dataclasses.replace(source, progress=ProgressFile(spec.progress_path, source.rows))
         if spec.kill_at is not None:
             timer = killing_timer(spec, result, table, source)
         spec.started_marker.touch()

@@ -125,6 +125,9 @@ class MatrixEvents:
     def run_started(self, plan: RunPlan) -> None:
         pass
 
+    def run_progress(self, fed: int, rows: int) -> None:
+        """Within a run: its worker's source has handed `fed` of its `rows` to the writer."""
+
     def run_finished(self, plan: RunPlan, record: RunRecord) -> None:
         pass
 
@@ -157,7 +160,7 @@ def run_matrix(
     needed = sorted({s for name in config.scenarios for s in get_scenario(name)().needs})
     records: list[RunRecord] = []
     for variant in variants(settings.library_versions):
-        runner = Runner(settings, store, stack, variant)
+        runner = Runner(settings, store, stack, variant, on_progress=events.run_progress)
         label = f" [{variant.label}]" if variant else ""
         for preset in config.presets:
             sets = prepare_data(settings, preset, needed, events)

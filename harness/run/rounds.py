@@ -77,7 +77,7 @@ def run_rounds(
     """Each writer's rounds on a table of its own, phase after phase; the records in order."""
     config = config.resolved()
     events = events or MatrixEvents()
-    runner = Runner(settings, store, stack)
+    runner = Runner(settings, store, stack, on_progress=events.run_progress)
     sets = prepare_data(settings, config.preset, config.set_names(), events)
     cap = parse_size(settings.memory)
     records: list[RunRecord] = []

@@ -12,13 +12,14 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.base.caps import CgroupCap, MemoryCap, format_size, make_cap, resolve_isolation
 from harness.base.errors import IcebenchError, one_line, warn
+from harness.base.progress import ProgressReport, watching
 from harness.base.registry import source_hash
 from harness.base.results import ResultsStore, now_iso, read_report
 from harness.base.settings import Settings
@@ -108,9 +109,15 @@ class RunFailed(Exception):
 
 class Runner:
     def __init__(
-        self, settings: Settings, store: ResultsStore, stack: Stack, variant: Variant | None = None
+        self,
+        settings: Settings,
+        store: ResultsStore,
+        stack: Stack,
+        variant: Variant | None = None,
+        on_progress: ProgressReport | None = None,
     ) -> None:
         self.settings = settings
+        self.on_progress = on_progress  # rows fed by a lone worker, about once a second
         self.store = store
         self.stack = stack
         self.isolation = resolve_isolation(settings.isolation)
@@ -340,6 +347,7 @@ class Runner:
                 writer_options=self.settings.engine_table(writer.options),
                 started_marker=folder / "worker.started",
                 result_path=folder / "worker-result.json",
+                progress_path=folder / "worker.progress",
                 **scenario.spec_fields(feed, folder, work),
             )
             workers.append(WorkerRun(feed, spec, folder, python))
@@ -348,7 +356,9 @@ class Runner:
     def _launch_all(self, workers: list[WorkerRun], cap_bytes: int | None) -> None:
         """Runs the workers, each under its own cap; several at once from threads of this process."""
         if len(workers) == 1:
-            self._launch(workers[0], cap_bytes)
+            progress = workers[0].spec.progress_path
+            with watching(progress, self.on_progress) if progress and self.on_progress else nullcontext():
+                self._launch(workers[0], cap_bytes)
             return
         running = RunningWorkers()
         with ThreadPoolExecutor(len(workers)) as pool:

@@ -1,0 +1,61 @@
+"""A worker's progress, seen from the harness: the rows its source has handed to the writer.
+
+The worker rewrites a small file (`fed rows`) at most once a second; the harness reads it as
+often, from a thread, while it waits for the worker. Nothing is measured through it, and a
+writer that reads its source by other means (Spark) reports nothing: the bar just stays away."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from harness.base.results import write_whole
+
+INTERVAL_S = 1.0
+
+ProgressReport = Callable[[int, int], None]  # (rows fed, rows the writer gets in all)
+
+
+class ProgressFile:
+    """The worker's side: `fed` rows of `rows`, written whole, at most once per INTERVAL_S."""
+
+    def __init__(self, path: Path, rows: int) -> None:
+        self.path, self.rows = path, rows
+        self._written_at = 0.0
+
+    def fed(self, count: int) -> None:
+        now = time.monotonic()
+        if now - self._written_at >= INTERVAL_S:
+            self._written_at = now
+            write_whole(self.path, f"{count} {self.rows}")
+
+
+def read_progress(path: Path) -> tuple[int, int] | None:
+    """(fed, rows), or None before the worker wrote any (or while the file is not whole)."""
+    try:
+        fed, rows = path.read_text().split()
+        return int(fed), int(rows)
+    except (OSError, ValueError):
+        return None
+
+
+@contextmanager
+def watching(path: Path, report: ProgressReport) -> Iterator[None]:
+    """`report` what the worker last wrote to `path`, every INTERVAL_S, until the block ends."""
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.wait(INTERVAL_S):
+            if (progress := read_progress(path)) is not None:
+                report(*progress)
+
+    thread = threading.Thread(target=poll, name="worker-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()

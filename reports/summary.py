@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.base.caps import format_size
+from harness.base.reasons import clipped
 from harness.model import ORACLE_READER, Metric, RunRecord, metrics, run_key
 from reports.fits import Fit, point_batches
 from reports.terminal import rich_table
@@ -127,15 +128,6 @@ def summary_markdown(records: Iterable[RunRecord]) -> str:
     return markdown_table(*summary_rows(records))
 
 
-def one_line(text: str, limit: int) -> str:
-    """The first line of `text`, at most `limit` characters; an ellipsis where anything was cut."""
-    lines = text.strip().splitlines() or [""]
-    first = lines[0]
-    if len(first) > limit:
-        return first[: limit - 1].rstrip() + "…"
-    return first + (" …" if len(lines) > 1 else "")
-
-
 FAILED_REASON_CHARS = 200  # a table cell, not a dump: the oracle's reasons name what differs first
 
 
@@ -147,7 +139,7 @@ def failed_check_rows(records: Iterable[RunRecord]) -> list[list[str]]:
             r.writer,
             r.preset,
             check.name,
-            one_line(check.reason or "", FAILED_REASON_CHARS),
+            clipped(check.reason or "", FAILED_REASON_CHARS),
             check.upstream or "",
         ]
         for r in records

@@ -20,9 +20,10 @@ from rich.table import Table
 
 from harness.base.caps import format_size
 from harness.base.growth import late_early_ratio
+from harness.base.reasons import clipped
 from harness.model import Operation, RunRecord
 from reports.fits import Fit, fits
-from reports.summary import one_line, writer_text
+from reports.summary import writer_text
 
 Outcome = Literal["pass", "FAIL", "OOM", "error", "unsupported", "unjudged"]
 # The order of the rows listed apart: what a reader must know first (the table was wrong) first.
@@ -73,7 +74,7 @@ def cap_text(cap_bytes: int | None) -> str:
 
 
 def _reason_line(text: str) -> str:
-    return one_line(text, REASON_CHARS)
+    return clipped(text, REASON_CHARS)
 
 
 def is_ranked(record: RunRecord) -> bool:
@@ -294,7 +295,7 @@ def verdict_table(records: Iterable[RunRecord], title: str = "verdict") -> Table
             rank, writer, seconds, peak, growth = (
                 escape(cell) for cell in (rank, writer, seconds, peak, growth)
             )
-            reason = escape(one_line(reason, TERMINAL_REASON_CHARS))
+            reason = escape(clipped(reason, TERMINAL_REASON_CHARS))
             result = f"[{OUTCOME_STYLE.get(row.outcome, 'dim')}]{row.outcome}[/]" + (
                 f": {reason}" if reason else ""
             )

@@ -47,12 +47,17 @@ def short_reason(text: str, limit: int = REASON_CHARS) -> str:
     """`text` as one short line: pairs of name lists replaced by their difference, long lists cut,
     whitespace folded, at most `limit` characters."""
     text = _LIST_PAIR.sub(lambda match: _list_difference(match.group(1), match.group(3)), text)
-    text = _NAME_LIST.sub(lambda match: _cut_list(_names(match.group(0))), text)
+    return clipped(_NAME_LIST.sub(lambda match: _cut_list(_names(match.group(0))), text), limit)
+
+
+def clipped(text: str, limit: int) -> str:
+    """`text` with its whitespace folded into one line of at most `limit` characters; a cut one
+    ends at a word, with `…`."""
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
-    cut = text[:limit].rsplit(" ", 1)[0]
-    return f"{cut} … (+{len(text) - len(cut)} chars)"
+    head = text[: limit - 1]
+    return (head.rsplit(" ", 1)[0] if " " in head else head) + "…"
 
 
 def _names(literal: str) -> list[str]:

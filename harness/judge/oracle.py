@@ -478,7 +478,7 @@ def _content_checks(table: Table, content: TableContent, expected: Expectation) 
             passed=duplicates == 0 and content.null_keys == 0,
             expected=0,
             actual=duplicates,
-            reason=_reason(duplicates, f"duplicate keys (first {first_duplicate(content.keys)})")
+            reason=_reason(duplicates, f"duplicate keys (smallest: {first_duplicate(content.keys)})")
             if duplicates
             else _reason(content.null_keys, "null keys"),
         ),

@@ -23,14 +23,18 @@ GATE_RESULTS  := results/gate
 
 REST_JAR := compose/rest-catalog/build/rest-catalog.jar
 
+# $(call apt_install_unless,TEST,PACKAGE,WHY): Debian's PACKAGE installed when the shell TEST
+# fails (sudo when not root).
+apt_install_unless = @$(1) || { \
+	echo "installing $(2) ($(3))"; \
+	if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $(2); }
+
 .PHONY: bench rounds test lint install rest-catalog clean clean-all docker-engine images up down gate gate-baseline perf browser
 
 $(STAMP): pyproject.toml requirements.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "icebench needs Python 3.11+")'
-	@$(PYTHON) -c 'import ensurepip' 2>/dev/null || { \
-		echo "installing python3-venv (Debian keeps venv support in a separate package)"; \
-		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq python3-venv; }
+	$(call apt_install_unless,$(PYTHON) -c 'import ensurepip' 2>/dev/null,python3-venv,Debian keeps venv support in a separate package)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.lock
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
@@ -74,12 +78,9 @@ perf: $(STAMP)
 	$(BIN)/pytest -q benchmarks --benchmark-columns=min,median,max,rounds --memray
 
 # Headless Chromium renders report.html for the suite's screenshot check and `icebench report
-# --screenshot`: Debian's package, installed when missing (sudo when not root).
+# --screenshot`: Debian's package, installed when missing.
 browser:
-	@[ -x /usr/bin/chromium ] || { \
-		echo "installing chromium (headless browser for the report's screenshot check)"; \
-		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; }
+	$(call apt_install_unless,[ -x /usr/bin/chromium ],chromium,headless browser for the report's screenshot check)
 
 # The suite includes workers in containers: a private Docker engine is started (and stopped
 # afterwards, also when a test fails) where none answers, and the worker image built once.

@@ -579,8 +579,9 @@ def cmd_writers(_: argparse.Namespace) -> None:
     """Operations per writer, and on which stacks it can run (the reasons it cannot, numbered below)."""
     table = Table(title="writers", header_style="bold")
     operations = tuple(Operation)
-    for column in ("writer", *operations, "commits", *stacks(), "what it does"):
-        table.add_column(column)
+    for column in ("writer", *operations, "commits", *stacks()):
+        table.add_column(column, no_wrap=True)
+    table.add_column("what it does")
     reasons: list[str] = []
     for name, writer in writers().items():
         marks = ["yes" if writer.supports(op) else "[dim]unsupported[/]" for op in operations]
@@ -600,8 +601,9 @@ def cmd_writers(_: argparse.Namespace) -> None:
 
 def cmd_scenarios(_: argparse.Namespace) -> None:
     table = Table(title="scenarios", header_style="bold")
-    for column in ("scenario", "operation", "what it does"):
-        table.add_column(column)
+    for column in ("scenario", "operation"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("what it does")
     for name, scenario in scenarios().items():
         table.add_row(name, scenario.operation, scenario.description)
     show(table)

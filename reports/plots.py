@@ -587,6 +587,11 @@ def _verdict_panel(axis: Axes, listing: Axes, group: VerdictGroup, colours: dict
     times = [x for _, (x, _) in drawn]
     if len(times) > 1 and max(times) / max(min(times), 1e-9) > 8:
         axis.set_xscale("log")
+        # Labels at 1-2-5 steps as plain numbers: matplotlib's own label every minor tick of a
+        # range under two decades, and they overlap.
+        axis.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+        axis.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+        axis.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     else:
         axis.set_xlim(0, max(times) * 1.15)
     heights = [y for _, (_, y) in drawn] + [group.cap_bytes / MIB if group.cap_bytes else 0]

@@ -45,11 +45,24 @@ def rich_table(
 
 def fitted(renderable: RenderableType, console: Console) -> RenderableType:
     """`renderable` as is when it fits the console's width; a wider table as blocks."""
-    if not isinstance(renderable, Table):
-        return renderable
-    if console.measure(renderable, options=console.options.update_width(UNBOUNDED)).maximum <= console.width:
+    if not isinstance(renderable, Table) or needed_width(renderable, console) <= console.width:
         return renderable
     return as_blocks(renderable, console.width)
+
+
+def needed_width(table: Table, console: Console) -> int:
+    """The table's width with names and figures whole and its free-text columns (left-aligned
+    and wrappable: a verdict, a reason, a description) at their longest word: narrower, rich
+    would cut names or break figures, or crop the table's right edge."""
+    options = console.options.update_width(UNBOUNDED)
+    natural = console.measure(table, options=options).maximum
+    give = 0
+    for column in table.columns:
+        if column.justify == "left" and not column.no_wrap:
+            spans = [console.measure(cell, options=options) for cell in [column.header, *column.cells]]
+            widest = max(span.maximum for span in spans)
+            give += widest - max(max(span.minimum for span in spans), column.min_width or 0)
+    return natural - give
 
 
 def as_blocks(table: Table, width: int) -> Group:

@@ -280,7 +280,13 @@ def verdict_table(records: Iterable[RunRecord], title: str = "verdict") -> Table
     groups = verdict_groups(records)
     if not groups:
         return None
-    table = Table(title=f"{title}: ranked by write time, then peak rss", header_style="bold")
+    # No outer border or padding: four columns more for the result, within 100.
+    table = Table(
+        title=f"{title}: ranked by write time, then peak rss",
+        header_style="bold",
+        show_edge=False,
+        pad_edge=False,
+    )
     longest = max(len(row.writer) for group in groups for row in group.rows)
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("writer", min_width=longest)  # the folded unsupported ones wrap between names

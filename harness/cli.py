@@ -532,14 +532,17 @@ def cmd_run(args: argparse.Namespace) -> None:
     settings = _settings(args)
     preset, sets = _run_sets(args, settings)
     plan = RunPlan(args.scenario, args.writer, preset, sets, settings.batch_rows, parse_size(settings.memory))
-    with (
-        _session(settings) as (store, stack),
-        console.status(f"{args.scenario} x {args.writer} on {stack.name}: set-up, capped worker, oracle"),
-    ):
-        records = [
-            Runner(settings, store, stack, variant).run(plan)
-            for variant in variants(settings.library_versions)
-        ]
+    with _session(settings) as (store, stack):
+        doing = f"{args.scenario} x {args.writer} on {stack.name}: set-up, capped worker, oracle"
+        with console.status(doing) as status:
+
+            def fed(count: int, rows: int) -> None:
+                status.update(f"{doing} ({count:,} of {rows:,} rows fed to the writer)")
+
+            records = [
+                Runner(settings, store, stack, variant, on_progress=fed).run(plan)
+                for variant in variants(settings.library_versions)
+            ]
     _print_results(records, title=f"icebench run {store.run_id}")
     for record in records:
         for check in record.verdict.failed if record.verdict else []:

@@ -19,7 +19,7 @@ from generators.faults import DAMAGES, Damage, damaged_copy
 from generators.manifest import MANIFEST_FILE, DatasetManifest, ManifestError
 from generators.presets import Preset
 from generators.wide import generate_base
-from harness.base.errors import SourceError
+from harness.base.errors import SourceError, close_match
 
 # Base-like sets of their own seed whose keys follow each other's: base 0..rows-1, replacement
 # rows..2*rows-1, `disjoint-N` N*rows..; the change set's new keys start at rows, so from
@@ -54,7 +54,10 @@ def dependencies(name: str) -> tuple[str, ...]:
         return SET_DEPENDENCIES[name]
     if match := ROUND_SET.fullmatch(name):
         return (round_set(int(match[1])),) if match[2] else ()
-    raise SourceError(f"unknown data set {name!r}; choose from {', '.join(SET_DEPENDENCIES)} or round-N")
+    hint = close_match(name, SET_DEPENDENCIES)
+    raise SourceError(
+        f"unknown data set {name!r}{hint}; choose from {', '.join(SET_DEPENDENCIES)} or round-N"
+    )
 
 
 def generation_order(name: str) -> tuple[int, int, str]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.base.errors import close_match
+
 
 @dataclass(frozen=True)
 class Preset:
@@ -30,4 +32,5 @@ def get_preset(name: str) -> Preset:
     try:
         return PRESETS[name]
     except KeyError:
-        raise ValueError(f"unknown preset {name!r}; choose from {', '.join(PRESETS)}") from None
+        hint = close_match(name, PRESETS)
+        raise ValueError(f"unknown preset {name!r}{hint}; choose from {', '.join(PRESETS)}") from None

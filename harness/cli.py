@@ -7,8 +7,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from functools import partial
 from pathlib import Path
@@ -28,7 +29,7 @@ from harness.base.caps import ISOLATIONS, check_cap_fits, format_size, parse_siz
 from harness.base.errors import IcebenchError, IcebenchWarning, failure_line, warn
 from harness.base.ownership import owned
 from harness.base.redaction import redact
-from harness.base.results import ResultsStore, environment, read_runs
+from harness.base.results import ResultsStore, environment, read_runs, version_text
 from harness.base.settings import BOX_ENV, EngineTables, Settings, check_engines, load_settings
 from harness.base.signals import terminates_like_ctrl_c
 from harness.engines.spark import SparkOptions
@@ -84,7 +85,7 @@ from reports.summary import (
     unsupported_rows,
 )
 from reports.terminal import fitted
-from reports.verdict import verdict_table
+from reports.verdict import require_passed, verdict_table
 from scenarios import get_scenario, scenarios
 from scenarios.base import DataSets
 from scenarios.rounds import PHASES
@@ -234,8 +235,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--verify-with",
-        choices=verifier_names(),
-        help="pyiceberg: the oracle's own read alone (default); a verifier: reads too, must agree "
+        metavar="READER",
+        help=f"one of {', '.join(verifier_names())}. pyiceberg: the oracle's own read alone (default); "
+        "a verifier: reads too, must agree "
         "(on tables with equality deletes, which pyiceberg cannot read, its read is the one judged)",
     )
     parser.add_argument(
@@ -252,6 +254,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
         help="skip the full and selective scan timed after each write (writes only)",
     )
     parser.add_argument(
+        "--fail-on-verdict",
+        action="store_true",
+        help="exit 3 when a run did not pass (failed check, OOM, error; unsupported pairs excepted); "
+        "default: exit 0, failures are results",
+    )
+    parser.add_argument(
         "--keep-warehouse",
         action="store_true",
         default=None,
@@ -259,15 +267,58 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class VersionAction(argparse.Action):
+    """`--version`: asks git only when given (argparse's own wants the text up front)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and commit, and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(version_text())
+        parser.exit()
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Help wrapped between words only: `pyiceberg-fast-append` is never split at a hyphen."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return textwrap.fill(
+            " ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent,
+            break_on_hyphens=False, break_long_words=False,
+        )  # fmt: skip
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of icebench and of each of its commands (add_subparsers makes them of this type)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+def one_of(names: Iterable[str]) -> str:
+    """The names a flag takes, for its help (checked by our lookup, which suggests near misses)."""
+    return f"one of: {', '.join(names)}"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="icebench", description=__doc__)
+    parser = Parser(
+        prog="icebench",
+        description=__doc__.split("\n\n")[0],
+        epilog="exit codes: 0 done (failed checks are results), 1 gate regression, 2 bad input or "
+        "error, 3 --fail-on-verdict and a run did not pass, 130 Ctrl-C. docs/commands.md has more.",
+    )
+    parser.add_argument("--version", action=VersionAction)
     commands = parser.add_subparsers(dest="command", required=True)
 
     _add_generate(commands)
     run = commands.add_parser("run", help="one scenario x writer run in a memory-capped worker")
-    run.add_argument("--scenario", required=True)
-    run.add_argument("--writer", required=True)
-    run.add_argument("--preset", default="tiny")
+    run.add_argument("--scenario", required=True, help=one_of(scenarios()))
+    run.add_argument("--writer", required=True, help=one_of(writers()))
+    run.add_argument("--preset", default="tiny", help=f"{one_of(PRESETS)} (default tiny)")
     run.add_argument("--source", type=Path, help="generated set to feed the writer instead of the preset's")
     run.add_argument("--base", type=Path, help="generated set the table holds before (replace, upsert)")
     _common(run)
@@ -280,8 +331,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="also render report.html in headless Chromium (make browser) to this PNG, 1280 px wide",
     )  # fmt: skip
 
-    summary = commands.add_parser("summary", help="print the summary table of a results folder")
-    summary.add_argument("results_dir", type=Path, metavar="RESULTS_DIR")
+    summary = commands.add_parser("summary", help="print the verdict and summary tables of a results folder")
+    summary.add_argument("results_dir", type=Path, nargs="?", metavar="RESULTS_DIR", help="default: newest")
+    summary.add_argument("--config", type=Path, help="TOML file with [settings] (results_dir)")
     summary.add_argument("--markdown", action="store_true", help="a Markdown table instead")
 
     clean = commands.add_parser("clean", help="remove the caches icebench made (data sets, environments)")
@@ -327,9 +379,11 @@ def _add_generate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
 
 def _add_matrix_and_scale(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     matrix = commands.add_parser("matrix", help="every scenario x writer (x preset), with a summary table")
-    matrix.add_argument("--preset", help="comma-separated presets (default: small)")
-    matrix.add_argument("--scenarios", help="comma-separated scenario names (default: all)")
-    matrix.add_argument("--writers", help="comma-separated writer names (default: all)")
+    matrix.add_argument("--preset", help=f"comma-separated presets, {one_of(PRESETS)} (default: small)")
+    matrix.add_argument(
+        "--scenarios", help=f"comma-separated, {one_of(scenarios())} (default: all but crash-*)"
+    )
+    matrix.add_argument("--writers", help=f"comma-separated, {one_of(writers())} (default: all but Spark's)")
     matrix.add_argument("--repeat", type=int, help="runs of each pair, for medians (default: 1)")
     matrix.add_argument(
         "--batches",
@@ -348,9 +402,11 @@ def _add_matrix_and_scale(commands: argparse._SubParsersAction[argparse.Argument
     scale = commands.add_parser(
         "scale", help="commit-cost growth: the same batch size at several batch counts"
     )
-    scale.add_argument("--writer", required=True, help="a writer, or several comma-separated")
-    scale.add_argument("--scenario", default="append")
-    scale.add_argument("--preset", default="small")
+    scale.add_argument(
+        "--writer", required=True, help=f"a writer, or several comma-separated, {one_of(writers())}"
+    )
+    scale.add_argument("--scenario", default="append", help="an append-like scenario (default append)")
+    scale.add_argument("--preset", default="small", help=f"{one_of(PRESETS)} (default small)")
     scale.add_argument("--batches", type=_comma_ints, default=[50, 100, 200, 400], metavar="COUNTS")
     scale.add_argument("--report", action="store_true", help="end by writing report.html / report.md")
     _common(scale)
@@ -358,8 +414,8 @@ def _add_matrix_and_scale(commands: argparse._SubParsersAction[argparse.Argument
     rounds = commands.add_parser(
         "rounds", help="longevity: N rounds of append/upsert/replace on a table each writer wrote itself"
     )
-    rounds.add_argument("--preset", help="default: small ([rounds] preset)")
-    rounds.add_argument("--writers", help="comma-separated writer names ([rounds] writers)")
+    rounds.add_argument("--preset", help=f"{one_of(PRESETS)} (default: small, [rounds] preset)")
+    rounds.add_argument("--writers", help=f"comma-separated, {one_of(writers())} ([rounds] writers)")
     rounds.add_argument("--rounds", type=int, help="how many rounds (default 5)")
     rounds.add_argument("--phases", help=f"comma-separated, in a round's order (default {','.join(PHASES)})")
     rounds.add_argument("--report", action="store_true", help="end by writing report.html / report.md")
@@ -528,7 +584,9 @@ def _run_sets(args: argparse.Namespace, settings: Settings) -> tuple[str, DataSe
 
 
 def cmd_run(args: argparse.Namespace) -> None:
-    get_writer(args.writer)
+    get_writer(args.writer)  # every name checked before any work
+    get_scenario(args.scenario)
+    get_preset(args.preset)
     settings = _settings(args)
     preset, sets = _run_sets(args, settings)
     plan = RunPlan(args.scenario, args.writer, preset, sets, settings.batch_rows, parse_size(settings.memory))
@@ -549,12 +607,21 @@ def cmd_run(args: argparse.Namespace) -> None:
             upstream = f" [{check.upstream}]" if check.upstream else ""
             console.print(f"  [red]failed[/] {check.name}: {check.reason}{upstream}")
     console.print(f"results: {store.runs_path}")
+    _exit_on_verdict(args, records)
+
+
+def _exit_on_verdict(args: argparse.Namespace, records: list[RunRecord]) -> None:
+    """The exit-code policy (docs/commands.md): results are the product, so a failed run exits 0
+    unless `--fail-on-verdict` asks for 3."""
+    if args.fail_on_verdict:
+        require_passed(records)
 
 
 def cmd_summary(args: argparse.Namespace) -> None:
-    runs = args.results_dir / "runs.jsonl"
+    folder = args.results_dir or newest_results_folder(load_settings(args.config).results_dir)
+    runs = folder / "runs.jsonl"
     if not runs.is_file():
-        raise IcebenchError(f"{args.results_dir} holds no runs.jsonl")
+        raise IcebenchError(f"{folder} holds no runs.jsonl")
     records = read_runs(runs)
     if args.markdown:
         print(summary_markdown(records))
@@ -562,7 +629,7 @@ def cmd_summary(args: argparse.Namespace) -> None:
             print("\n" + markdown_table(UNSUPPORTED_HEADERS, unsupported))
         show(*(fit_table(fit) for fit in fits(records)))
     else:
-        _print_results(records, title=f"icebench {args.results_dir.name}")
+        _print_results(records, title=f"icebench {folder.name}")
 
 
 def cmd_clean(args: argparse.Namespace) -> None:
@@ -634,12 +701,14 @@ def cmd_matrix(args: argparse.Namespace) -> None:
         f"{len(config.scenarios)} scenarios x {len(config.writers)} writers x "
         f"presets {', '.join(config.presets)}, {config.repeat}x each{axis}"
     )
-    _run_workload("matrix", what, settings, args.report, partial(run_matrix, settings, config))
+    _exit_on_verdict(
+        args, _run_workload("matrix", what, settings, args.report, partial(run_matrix, settings, config))
+    )
 
 
 def _run_workload(
     command: str, what: str, settings: Settings, report: bool, workload: Callable[..., list[RunRecord]]
-) -> None:
+) -> list[RunRecord]:
     """Says what runs where, runs `workload(store, stack, events)` in a session, then prints the
     tables, where the results are and, if asked, writes the report."""
     console.print(
@@ -652,6 +721,7 @@ def _run_workload(
     console.print(f"results: {store.runs_path}")
     if report:
         _print_report(write_report(store.folder))
+    return records
 
 
 def cmd_report(args: argparse.Namespace) -> None:
@@ -683,6 +753,7 @@ def cmd_scale(args: argparse.Namespace) -> None:
     console.print(f"results: {store.folder}")
     if args.report:
         _print_report(write_report(store.folder))
+    _exit_on_verdict(args, records)
 
 
 def cmd_rounds(args: argparse.Namespace) -> None:
@@ -697,7 +768,9 @@ def cmd_rounds(args: argparse.Namespace) -> None:
     ).resolved()
     phases = ", ".join(config.phases)
     what = f"{len(config.writers)} writers x {config.rounds} rounds of {phases} on {config.preset}"
-    _run_workload("rounds", what, settings, args.report, partial(run_rounds, settings, config))
+    _exit_on_verdict(
+        args, _run_workload("rounds", what, settings, args.report, partial(run_rounds, settings, config))
+    )
 
 
 def cmd_baseline(args: argparse.Namespace) -> None:

@@ -310,6 +310,11 @@ class GitState(BaseModel):
     commit: str
     dirty: bool  # tracked files differ from the commit
 
+    @property
+    def text(self) -> str:
+        """`26d4569fbf09`, or `26d4569fbf09 (modified)`."""
+        return f"{self.commit[:12]}{' (modified)' if self.dirty else ''}"
+
 
 class Environment(BaseModel):
     """environment.json: where and with what a results folder was made (informative only)."""

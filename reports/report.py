@@ -126,7 +126,7 @@ def _environment_line(folder: Path) -> str:
         return ""
     machine, settings = env.machine, env.settings
     git = env.icebench_git
-    code = f"icebench {git.commit[:12]}{' (modified)' if git.dirty else ''}; " if git else ""
+    code = f"icebench {git.text}; " if git else ""
     where = (
         f"{machine.cpus} CPUs, {machine.memory_bytes / 2**30:.0f} GiB, Python {machine.python}; "
         if machine

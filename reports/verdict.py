@@ -19,11 +19,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.base.caps import format_size
+from harness.base.errors import IcebenchError
 from harness.base.growth import late_early_ratio
 from harness.base.reasons import clipped
 from harness.model import Operation, RunRecord
 from reports.fits import Fit, fits
-from reports.summary import writer_text
+from reports.summary import scenario_text, writer_text
 
 Outcome = Literal["pass", "FAIL", "OOM", "error", "unsupported", "unjudged"]
 # The order of the rows listed apart: what a reader must know first (the table was wrong) first.
@@ -89,6 +90,37 @@ def outcome_of(record: RunRecord) -> Outcome:
             return "unjudged"
         return "pass" if record.verdict.passed else "FAIL"
     return {"oom": "OOM", "error": "error", "unsupported": "unsupported"}[record.status]
+
+
+class VerdictsFailed(IcebenchError):
+    """`--fail-on-verdict` and a run that did not pass: the CLI prints one line and exits 3."""
+
+    exit_code = 3
+
+
+RUNS_NAMED = 3  # in VerdictsFailed's one line, before "and N more"
+
+
+def require_passed(records: Sequence[RunRecord]) -> None:
+    """Raise VerdictsFailed unless every run that could run passed: a failed check, an OOM, an
+    error (a timeout is one) or a run the oracle did not judge fails; an unsupported pair does not."""
+    ran = [record for record in records if outcome_of(record) != "unsupported"]
+    failed = [record for record in ran if outcome_of(record) != "pass"]
+    if not failed:
+        return
+    named = ", ".join(
+        f"{scenario_text(r)} x {writer_text(r)} ({_failure_word(r)})" for r in failed[:RUNS_NAMED]
+    )
+    more = f" and {len(failed) - RUNS_NAMED} more" if len(failed) > RUNS_NAMED else ""
+    raise VerdictsFailed(f"{len(failed)} of {len(ran)} runs did not pass: {named}{more}")
+
+
+def _failure_word(record: RunRecord) -> str:
+    """`FAIL keys_unique`, `OOM`, `error`."""
+    outcome = outcome_of(record)
+    if outcome == "FAIL" and record.verdict is not None:
+        return f"FAIL {', '.join(check.name for check in record.verdict.failed[:RUNS_NAMED])}"
+    return outcome
 
 
 def reason_of(record: RunRecord) -> str:

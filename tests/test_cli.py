@@ -1,14 +1,19 @@
 """The commands a user types, end to end on `tiny`."""
 
 import json
+import re
 
 import pytest
 
+from generators.presets import PRESETS
 from harness.base.results import read_runs
 from harness.cli import main
 from harness.engines.writers import writers
+from harness.model import Check, RunRecord, Verdict
 from reports.baseline import newest_results_folder
 from reports.fits import fits
+from reports.verdict import VerdictsFailed, require_passed
+from scenarios import scenarios
 
 pytestmark = pytest.mark.usefixtures("cli_settings")
 
@@ -146,3 +151,121 @@ def test_a_worker_over_its_time_limit_is_a_recorded_timeout_and_the_table_is_unt
     assert (record.status, record.error) == ("error", "worker timed out after 0.5 s")
     checks = {check.name: check for check in record.verdict.checks}
     assert checks["table_unchanged_after_failure"].passed and checks["content_checksum"].passed
+
+
+def test_version_names_the_package_and_the_commit(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert re.fullmatch(
+        r"icebench \d+\.\d+\.\d+(, commit [0-9a-f]{12}( \(modified\))?)?\n", capsys.readouterr().out
+    )
+
+
+def test_summary_without_a_folder_shows_the_newest(capsys, settings, tiny_sets):
+    assert main(["run", "--scenario", "append", "--writer", "pyiceberg-fast-append", "--preset", "tiny"]) == 0
+    newest = newest_results_folder(settings.results_dir)
+    capsys.readouterr()
+    assert main(["summary"]) == 0
+    assert f"icebench {newest.name}" in capsys.readouterr().out
+
+
+def test_summary_with_no_results_anywhere_is_one_line(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("ICEBENCH_RESULTS_DIR", str(tmp_path / "none"))
+    assert main(["summary"]) == 2
+    missing = tmp_path / "none"
+    err = capsys.readouterr().err
+    assert (
+        err == f"icebench: error: no results folder under {missing}: name one, or run icebench matrix first\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "near"),
+    [
+        (
+            ["--scenario", "apend", "--writer", "pyiceberg-table"],
+            "unknown scenario 'apend' (did you mean append?)",
+        ),
+        (
+            ["--scenario", "append", "--writer", "pyiceberg-fast-apend"],
+            "unknown writer 'pyiceberg-fast-apend' (did you mean pyiceberg-fast-append?)",
+        ),
+        (
+            ["--scenario", "append", "--writer", "pyiceberg-table", "--preset", "smal"],
+            "unknown preset 'smal' (did you mean small?)",
+        ),
+        (
+            ["--scenario", "append", "--writer", "pyiceberg-table", "--stack", "embeded"],
+            "unknown stack 'embeded' (did you mean embedded?)",
+        ),
+    ],
+)
+def test_a_near_miss_of_a_name_is_suggested(capsys, flags, near):
+    assert main(["run", *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"icebench: error: {near}; choose from ") and err.count("\n") == 1
+
+
+def test_help_lists_the_names_whole(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")  # narrow: argparse wraps every help text
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    out = capsys.readouterr().out
+    words = set(out.split())
+    for name in [*writers(), *scenarios(), *PRESETS]:
+        assert name in words or f"{name}," in words, name  # never split at a hyphen
+    assert not [line for line in out.splitlines() if line.rstrip().endswith("-")]
+
+
+def test_exit_code_policy_failed_runs_are_results_unless_asked(capsys, tiny_sets):
+    """Default exit 0 whatever the verdict; --fail-on-verdict: 3 when a run did not pass, naming
+    it; 0 when every run passed."""
+    naive = ["run", "--scenario", "append", "--writer", "pyiceberg-fast-append-naive", "--batch-rows", "2000"]
+    assert main([*naive, "--fail-on-verdict"]) == 3
+    err = capsys.readouterr().err
+    assert err == (
+        "icebench: error: 1 of 1 runs did not pass: append x pyiceberg-fast-append-naive "
+        "(FAIL keys_unique, key_set, content_checksum)\n"
+    )
+    passing = ["run", "--scenario", "append", "--writer", "pyiceberg-add-files", "--fail-on-verdict"]
+    assert main(passing) == 0
+    assert (
+        main(["run", "--scenario", "append", "--writer", "iceberg-rust", "--fail-on-verdict"]) == 0
+    )  # unsupported
+
+
+def test_fail_on_verdict_counts_every_way_a_run_can_fail():
+    ok = _record("pyiceberg-table", "ok", passed=True)
+    with pytest.raises(VerdictsFailed) as raised:
+        require_passed(
+            [
+                ok,
+                _record("a", "oom"),
+                _record("b", "error"),
+                _record("c", "ok", passed=False),
+                _record("d", "ok"),
+                _record("e", "unsupported"),
+            ]
+        )
+    assert raised.value.exit_code == 3
+    assert str(raised.value) == (
+        "4 of 5 runs did not pass: append x a (OOM), append x b (error), append x c (FAIL keys_unique)"
+        " and 1 more"
+    )
+    require_passed([ok, _record("e", "unsupported")])  # nothing raised
+
+
+def _record(writer: str, status: str, passed: bool | None = None) -> RunRecord:
+    """A record as a run leaves it; `passed` None: the oracle did not judge the table."""
+    verdict = None
+    if passed is not None:
+        verdict = Verdict(
+            passed=passed,
+            checks=[Check(name="keys_unique", passed=passed, reason=None if passed else "2 duplicate keys")],
+        )
+    return RunRecord(
+        run_id="synthetic", scenario="append", writer=writer, preset="tiny", stack="embedded",
+        operation="append", status=status, rows=10, batch_rows=10, isolation="cgroup",
+        started_at="2026-01-01T00:00:00+00:00", verdict=verdict,
+    )  # fmt: skip

@@ -34,17 +34,21 @@ def test_the_spark_verifier_is_found_by_name_and_pyiceberg_is_the_oracles_own_re
     assert verifier_names() == ["pyiceberg", *verifiers()]
 
 
-def test_an_unknown_verifier_is_one_line_with_the_choices():
+def test_an_unknown_verifier_is_one_line_with_the_nearest_and_the_choices():
     with pytest.raises(IcebenchError) as raised:
         get_verifier("sprak")
-    assert str(raised.value) == f"unknown verifier 'sprak'; choose from {', '.join(verifier_names())}"
+    choices = ", ".join(verifier_names())
+    assert str(raised.value) == f"unknown verifier 'sprak' (did you mean spark?); choose from {choices}"
+    with pytest.raises(IcebenchError) as raised:
+        get_verifier("trino")
+    assert str(raised.value) == f"unknown verifier 'trino'; choose from {choices}"  # nothing near
 
 
 def test_an_unknown_verifier_in_the_environment_fails_the_command_before_any_work(capsys, monkeypatch):
     monkeypatch.setenv("ICEBENCH_VERIFY_WITH", "sprak")
     assert main(["run", "--scenario", "append", "--writer", "pyiceberg-table"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"icebench: error: unknown verifier 'sprak'; choose from {', '.join(verifier_names())}"
+    assert err.startswith("icebench: error: unknown verifier 'sprak' (did you mean spark?); choose from ")
 
 
 class EchoOptions(EngineOptions):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-from harness.base.errors import IcebenchError
+from harness.base.errors import IcebenchError, close_match
 
 CGROUP_ROOT = Path("/sys/fs/cgroup/memory")
 # Below this no Python interpreter with pyarrow can even start.
@@ -246,7 +246,8 @@ ISOLATIONS = ("auto", "cgroup", "docker", "rlimit", "none")
 def resolve_isolation(isolation: str) -> str:
     """`auto` becomes the best the machine allows without Docker: a cgroup where writable, else RLIMIT_AS."""
     if isolation not in ISOLATIONS:
-        raise IcebenchError(f"unknown isolation {isolation!r}; choose from {', '.join(ISOLATIONS)}")
+        hint = close_match(isolation, ISOLATIONS)
+        raise IcebenchError(f"unknown isolation {isolation!r}{hint}; choose from {', '.join(ISOLATIONS)}")
     return best_method() if isolation == "auto" else isolation
 
 

@@ -1,9 +1,11 @@
 """User-facing errors: one line that names the culprit, then a non-zero exit."""
 
+import difflib
 import errno
 import tempfile
 import traceback
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -26,6 +28,12 @@ def warn(message: str) -> None:
 
 class SourceError(IcebenchError):
     """A source parquet set that is missing, unreadable, corrupt or of the wrong schema."""
+
+
+def close_match(name: str, known: Iterable[str]) -> str:
+    """` (did you mean X?)` for a near miss of one of the `known` names, else nothing."""
+    matches = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {matches[0]}?)" if matches else ""
 
 
 def first_line(exc: BaseException) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TypeVar
 
-from harness.base.errors import IcebenchError
+from harness.base.errors import IcebenchError, close_match
 
 T = TypeVar("T")
 
@@ -33,7 +33,8 @@ def lookup(kind: str, name: str, found: Mapping[str, T]) -> T:
     try:
         return found[name]
     except KeyError:
-        raise IcebenchError(f"unknown {kind} {name!r}; choose from {', '.join(found)}") from None
+        hint = close_match(name, found)
+        raise IcebenchError(f"unknown {kind} {name!r}{hint}; choose from {', '.join(found)}") from None
 
 
 def source_hash(cls: type) -> str | None:

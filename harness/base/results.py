@@ -45,6 +45,13 @@ def library_versions() -> dict[str, str]:
     return found
 
 
+def version_text() -> str:
+    """`icebench 0.1.0, commit 26d4569fbf09`: the package's version and, run from a checkout, its
+    commit (`(modified)` when tracked files differ from it)."""
+    git = git_state(CHECKOUT)
+    return f"icebench {library_versions()['icebench']}" + (f", commit {git.text}" if git else "")
+
+
 def environment(isolation: str, settings: dict[str, Any]) -> Environment:
     return Environment(
         created_at=now_iso(),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 import tomllib
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from harness.base.errors import IcebenchError, first_error
+from harness.base.errors import IcebenchError, close_match, first_error
 from harness.base.orphan_guard import PARENT_ENV
 from harness.model import EngineOptions
 
@@ -112,12 +111,6 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return init_settings, env_settings
-
-
-def close_match(name: str, known: list[str] | tuple[str, ...]) -> str:
-    """` (did you mean X?)` for a near miss, else nothing."""
-    matches = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    return f" (did you mean {matches[0]}?)" if matches else ""
 
 
 def read_toml(path: Path) -> dict[str, Any]:

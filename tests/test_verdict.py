@@ -19,7 +19,7 @@ from harness.services.stacks.embedded import EmbeddedStack
 from reports.plots import FAILED_RED, metrics_figure, peak_memory_figure, png_bytes, verdict_figure
 from reports.report import write_report
 from reports.screenshot import SCREEN_HEIGHT, chromium, plot_positions, screenshot
-from reports.terminal import fitted, needed_width, rich_table
+from reports.terminal import as_blocks, fitted, needed_width, rich_table
 from reports.verdict import verdict_groups, verdict_table
 
 CAP = 2**30
@@ -117,6 +117,10 @@ def test_a_block_keeps_what_a_narrow_table_would_cut():
     console.print(fitted(table, console))
     assert console.export_text().splitlines() == ["t", "x" * 30, "    a long figure header 1.0  another 2"]
     assert fitted(table, Console(width=80)) is table
+    two_lines = rich_table("c", ["key", "wall s"], [["append", "1.0 → 2.0\n[red]2.00x[/]"]], {1}, markup=True)
+    console = Console(width=40, record=True)
+    console.print(as_blocks(two_lines, console.width))
+    assert console.export_text().splitlines()[-1] == "    wall s 1.0 → 2.0 2.00x"  # a cell is one line
 
 
 def test_plots_mark_failed_runs(verdict_runs, tmp_path):

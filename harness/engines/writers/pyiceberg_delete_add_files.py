@@ -18,7 +18,7 @@ then stage one file per batch. They differ in how the replaced rows go:
 
 Both need an unpartitioned table (add_files takes a file only if it lies in one partition), one
 integer key column and unique keys in the change set; the rewrite writer refuses a table with
-delete files (merge-on-read), which its reader does not apply. README: "Upserts in bounded memory".
+delete files (merge-on-read), which its reader does not apply. docs/writers.md: "The two bounded upserts".
 """
 
 from __future__ import annotations

@@ -16,8 +16,6 @@ from rich.text import Text
 
 INDENT = 4  # a block's pairs, under its heading
 PAIR_GAP = "  "
-
-
 UNBOUNDED = 10**6  # a width to measure a table's unwrapped width against (rich clamps to the one given)
 
 

@@ -33,6 +33,10 @@ def test_the_worker_writes_at_most_once_a_second(tmp_path):
     assert read_progress(path) == (10, 1000)
 
 
+def test_a_progress_file_that_cannot_be_written_stops_nothing(tmp_path):
+    ProgressFile(tmp_path / "no-such-folder" / "worker.progress", rows=10).fed(5)  # no exception
+
+
 def test_nothing_is_reported_before_the_worker_writes(tmp_path):
     seen: list[tuple[int, int]] = []
     with watching(tmp_path / "absent", lambda *p: seen.append(p)):

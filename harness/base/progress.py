@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from harness.base.results import write_whole
@@ -30,7 +30,9 @@ class ProgressFile:
         now = time.monotonic()
         if now - self._written_at >= INTERVAL_S:
             self._written_at = now
-            write_whole(self.path, f"{count} {self.rows}")
+            # A full disk: the run goes on, and fails or not, on its own merits.
+            with suppress(OSError):
+                write_whole(self.path, f"{count} {self.rows}")
 
 
 def read_progress(path: Path) -> tuple[int, int] | None:

@@ -42,6 +42,8 @@ from harness.run.matrix import (
     MatrixEvents,
     ProgressFactory,
     comma_list,
+    default_scenarios,
+    default_writers,
     load_matrix_config,
     prepare_data,
     run_matrix,
@@ -381,9 +383,13 @@ def _add_matrix_and_scale(commands: argparse._SubParsersAction[argparse.Argument
     matrix = commands.add_parser("matrix", help="every scenario x writer (x preset), with a summary table")
     matrix.add_argument("--preset", help=f"comma-separated presets, {one_of(PRESETS)} (default: small)")
     matrix.add_argument(
-        "--scenarios", help=f"comma-separated, {one_of(scenarios())} (default: all but crash-*)"
+        "--scenarios",
+        help=f"comma-separated, {one_of(scenarios())} (default: {', '.join(default_scenarios())})",
     )
-    matrix.add_argument("--writers", help=f"comma-separated, {one_of(writers())} (default: all but Spark's)")
+    unnamed = [name for name in writers() if name not in default_writers()]
+    matrix.add_argument(
+        "--writers", help=f"comma-separated, {one_of(writers())} (default: all but {', '.join(unnamed)})"
+    )
     matrix.add_argument("--repeat", type=int, help="runs of each pair, for medians (default: 1)")
     matrix.add_argument(
         "--batches",

@@ -32,6 +32,16 @@ ProgressFactory = Callable[[str, int], Callable[[int], None]]
 DEFAULT_SCALE_BATCHES = [50, 100, 200]
 
 
+def default_writers() -> list[str]:
+    """A matrix's writers when none are named: those that declare themselves in it."""
+    return [name for name, writer in writers().items() if writer.in_default_matrix]
+
+
+def default_scenarios() -> list[str]:
+    """A matrix's scenarios when none are named."""
+    return [name for name, scenario in scenarios().items() if scenario.in_default_matrix]
+
+
 def comma_list(text: str) -> list[str]:
     """Names or versions as the command line and TOML give them: `a, b,,c` is a, b and c."""
     return [item.strip() for item in text.split(",") if item.strip()]
@@ -84,12 +94,11 @@ class MatrixConfig(BaseModel):
             get_scenario(name)
         for name in [*self.writers, *self.scale_writers]:
             get_writer(name)
-        chosen_writers = self.writers or [name for name, w in writers().items() if w.in_default_matrix]
+        chosen_writers = self.writers or default_writers()
         batches = self.batches or (DEFAULT_SCALE_BATCHES if self.scale_writers else [])
         return self.model_copy(
             update={
-                "scenarios": self.scenarios
-                or [name for name, s in scenarios().items() if s.in_default_matrix],
+                "scenarios": self.scenarios or default_scenarios(),
                 "writers": chosen_writers,
                 "batches": batches,
                 "scale_writers": (self.scale_writers or chosen_writers) if batches else [],

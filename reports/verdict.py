@@ -24,7 +24,7 @@ from harness.base.growth import late_early_ratio
 from harness.base.reasons import clipped
 from harness.model import Operation, RunRecord
 from reports.fits import Fit, fits
-from reports.summary import scenario_text, writer_text
+from reports.summary import scenario_text, verdict_text, writer_text
 
 Outcome = Literal["pass", "FAIL", "OOM", "error", "unsupported", "unjudged"]
 # The order of the rows listed apart: what a reader must know first (the table was wrong) first.
@@ -116,11 +116,9 @@ def require_passed(records: Sequence[RunRecord]) -> None:
 
 
 def _failure_word(record: RunRecord) -> str:
-    """`FAIL keys_unique`, `OOM`, `error`."""
+    """`FAIL keys_unique, key_set, content_checksum +2` (as the summary's verdict), `OOM`, `error`."""
     outcome = outcome_of(record)
-    if outcome == "FAIL" and record.verdict is not None:
-        return f"FAIL {', '.join(check.name for check in record.verdict.failed[:RUNS_NAMED])}"
-    return outcome
+    return verdict_text(record, markup=False) if outcome == "FAIL" else outcome
 
 
 def reason_of(record: RunRecord) -> str:

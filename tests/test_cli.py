@@ -226,7 +226,7 @@ def test_exit_code_policy_failed_runs_are_results_unless_asked(capsys, tiny_sets
     err = capsys.readouterr().err
     assert err == (
         "icebench: error: 1 of 1 runs did not pass: append x pyiceberg-fast-append-naive "
-        "(FAIL keys_unique, key_set, content_checksum)\n"
+        "(FAIL keys_unique, key_set, content_checksum +2)\n"
     )
     passing = ["run", "--scenario", "append", "--writer", "pyiceberg-add-files", "--fail-on-verdict"]
     assert main(passing) == 0

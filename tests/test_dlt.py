@@ -2,10 +2,12 @@
 tiny sets into the run's table. tests/test_runs.py judges it in every scenario like any writer;
 these check what is particular to it."""
 
+from types import SimpleNamespace
+
 import pytest
 
 from harness.engines.writers import get_writer
-from harness.engines.writers.dlt import _root_cause, _s3_options
+from harness.engines.writers.dlt import _root_cause, _s3_options, state_folder
 from harness.run.runner import RunPlan
 from harness.services.stacks import stacks
 
@@ -39,6 +41,16 @@ def test_dlt_runs_on_every_stack_catalog_and_refuses_others():
     for stack in stacks().values():
         assert writer.supports_catalog(stack.catalog_shape) is None, stack.name
     assert "'sql' and 'rest'" in writer.supports_catalog({"type": "glue"})
+
+
+def test_each_dlt_write_keeps_its_state_in_a_folder_of_its_own():
+    """Beside the table, never under it, one per write: two workers on one table never share dlt's
+    own files (dlt 1.31 races when two loads first set up one folder: FileExistsError)."""
+    job = SimpleNamespace(table=SimpleNamespace(location=lambda: "s3://bucket/warehouse/ns/orders/"))
+    first, second = state_folder(job), state_folder(job)
+
+    assert first != second
+    assert all(folder.startswith("s3://bucket/warehouse/ns/dlt/") for folder in (first, second))
 
 
 def test_dlt_s3_destination_carries_no_keys(monkeypatch):

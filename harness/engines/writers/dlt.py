@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+import uuid
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -101,11 +102,12 @@ class DltWriter(Writer):
         """dlt's filesystem destination for its own state files. A REST catalog need not tell its
         client the warehouse, but the table's location names the bucket: the folder sits beside the
         table's, so it is never under the table location (no orphans) and is reachable with the
-        same credentials."""
+        same credentials. Each write has a folder of its own, so concurrent workers meet only at
+        the table: two dlt loads that first initialise one new folder at once race in dlt itself
+        (its filesystem `create_dataset` makedirs without exist_ok: FileExistsError, dlt 1.31)."""
         import dlt
 
-        state_url = f"{job.table.location().rstrip('/').rsplit('/', 1)[0]}/dlt"
-        return dlt.destinations.filesystem(bucket_url=state_url, **_s3_options(properties))
+        return dlt.destinations.filesystem(bucket_url=state_folder(job), **_s3_options(properties))
 
     @staticmethod
     def _table_hints() -> dict[str, Any]:
@@ -115,6 +117,11 @@ class DltWriter(Writer):
     def _configured(properties: dict[str, str]) -> AbstractContextManager[object]:
         """What the destination reads from dlt's config while the pipeline runs."""
         return _catalog_environment(properties)
+
+
+def state_folder(job: WriteJob) -> str:
+    """`<table's parent>/dlt/<write id>`: beside the table, never under it, one per write."""
+    return f"{job.table.location().rstrip('/').rsplit('/', 1)[0]}/dlt/{uuid.uuid4().hex[:12]}"
 
 
 class DltStageFailed(RuntimeError):

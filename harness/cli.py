@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from rich.console import Console, RenderableType
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -611,7 +612,8 @@ def cmd_run(args: argparse.Namespace) -> None:
     for record in records:
         for check in record.verdict.failed if record.verdict else []:
             upstream = f" [{check.upstream}]" if check.upstream else ""
-            console.print(f"  [red]failed[/] {check.name}: {check.reason}{upstream}")
+            # escaped: rich would take `[dlt-hub/dlt#3753]` for a style tag and drop it
+            console.print(f"  [red]failed[/] {check.name}: {escape(f'{check.reason}{upstream}')}")
     console.print(f"results: {store.runs_path}")
     _exit_on_verdict(args, records)
 
@@ -672,7 +674,7 @@ def cmd_writers(_: argparse.Namespace) -> None:
         )
     show(table)
     for number, reason in enumerate(reasons, 1):
-        console.print(f"({number}) {reason}")
+        console.print(f"({number}) {escape(reason)}")
 
 
 def cmd_scenarios(_: argparse.Namespace) -> None:

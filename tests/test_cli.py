@@ -218,6 +218,14 @@ def test_help_lists_the_names_whole(capsys, monkeypatch):
     assert not [line for line in out.splitlines() if line.rstrip().endswith("-")]
 
 
+def test_run_names_the_upstream_issue_of_a_failed_check(capsys, tiny_sets):
+    """pyiceberg's upsert after add_column (#2467): `run` prints the issue beside the failed check
+    (once swallowed by rich, which read `[apache/...]` as a style tag)."""
+    main(["run", "--scenario", "schema-evolution-upsert", "--writer", "pyiceberg-table"])
+    out = capsys.readouterr().out
+    assert "failed operation_completed" in out and "[apache/iceberg-python#2467]" in out, out
+
+
 def test_exit_code_policy_failed_runs_are_results_unless_asked(capsys, tiny_sets):
     """Default exit 0 whatever the verdict; --fail-on-verdict: 3 when a run did not pass, naming
     it; 0 when every run passed."""

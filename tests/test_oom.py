@@ -1,10 +1,18 @@
 """An OOM kill under the cap is a result, and the next run goes on."""
 
+import re
+from pathlib import Path
+
 import pytest
 
 from harness.base.caps import cgroup_parent
+from harness.engines.writers.dlt import DltWriter
+from harness.judge.oracle import OPERATION_COMPLETED, failed_check
+from harness.model import Feed, Operation
+from harness.run.classify import classify
 from harness.run.matrix import prepare_data
 from harness.run.runner import RunPlan
+from harness.services.launcher import Launch
 
 CAP = 450 * 2**20  # above what a streaming writer needs on `small`, below a whole-table materialisation
 
@@ -16,6 +24,9 @@ def test_materialising_writer_is_oom_killed_and_the_streaming_one_passes(runner,
     assert killed.status == "oom"
     assert killed.oom_kills >= 1
     assert "OOM-killed" in killed.error
+    assert re.search(r"(with [\d,]+ of|after all) 200,000 rows (were )?fed to the writer", killed.error), (
+        killed.error
+    )
     assert killed.peak_memory_bytes <= CAP
     checks = {c.name: c for c in killed.verdict.checks}
     assert not checks["operation_completed"].passed
@@ -23,3 +34,36 @@ def test_materialising_writer_is_oom_killed_and_the_streaming_one_passes(runner,
 
     survived = runner.run(RunPlan("append", "pyiceberg-add-files", "small", sets, 10_000, CAP))
     assert survived.status == "ok" and survived.verdict.passed
+
+
+def _oom_reason(fed: tuple[int, int] | None) -> str:
+    """The error of a dlt worker the kernel killed, its progress file saying `fed`."""
+    killed = Launch(returncode=-9, wall_s=70.0, peak_memory_bytes=4 << 30, oom_kills=1, timed_out=False)
+    killed.enforced_cap_bytes = 4 << 30
+    feed = Feed(name="a", source_set="base", operation=Operation.APPEND)
+    outcome = classify(
+        feed, 1_000_000, killed, None, Path("worker.log"), isolation="cgroup", timeout_s=900,
+        consumes_batches=False, fed=fed, oom_after_feed_cause=DltWriter.oom_after_feed_cause,
+    )  # fmt: skip
+    assert outcome.status == "oom"
+    return outcome.error
+
+
+def test_an_oom_after_every_row_was_fed_names_the_writers_known_cause():
+    """dlt 1.31 reads the whole load into one Arrow table (measured at `wide`: OOM at 4 GiB once
+    all 1,000,000 rows were fed): the failed check names it and links the upstream PR."""
+    error = _oom_reason((1_000_000, 1_000_000))
+    assert error.startswith(
+        "OOM-killed by the kernel at a 4.0 GiB cap (oom_kill count 1), after all 1,000,000"
+    )
+    assert "arrow_dataset.to_table()" in error
+    assert failed_check(OPERATION_COMPLETED, error).upstream == "dlt-hub/dlt#3753"
+
+
+def test_an_oom_while_rows_were_still_fed_blames_nothing_upstream():
+    """Killed while it still took rows (or with no progress file), the writer's known cause is not
+    claimed: the reason says how far the source got, and links no issue."""
+    error = _oom_reason((980_000, 1_000_000))
+    assert error.endswith("with 980,000 of 1,000,000 rows fed to the writer")
+    assert failed_check(OPERATION_COMPLETED, error).upstream is None
+    assert _oom_reason(None) == "OOM-killed by the kernel at a 4.0 GiB cap (oom_kill count 1)"

@@ -27,8 +27,9 @@ class ProgressFile:
         self._written_at = 0.0
 
     def fed(self, count: int) -> None:
+        """The last count is always written: an OOM's reason tells whether every row was fed."""
         now = time.monotonic()
-        if now - self._written_at >= INTERVAL_S:
+        if now - self._written_at >= INTERVAL_S or count >= self.rows:
             self._written_at = now
             # A full disk: the run goes on, and fails or not, on its own merits.
             with suppress(OSError):

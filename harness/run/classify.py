@@ -24,8 +24,12 @@ def classify(
     isolation: str,
     timeout_s: float,
     consumes_batches: bool,
+    fed: tuple[int, int] | None = None,
+    oom_after_feed_cause: str | None = None,
 ) -> WorkerOutcome:
-    """One worker's status, error and figures. `rows`: the rows it was fed."""
+    """One worker's status, error and figures. `rows`: the rows it was fed. `fed`: what its
+    progress file last said, (rows handed to the writer, rows in all); `oom_after_feed_cause`:
+    the writer's known reason for an OOM once every row was fed."""
     outcome = WorkerOutcome(
         name=feed.name,
         source_set=feed.source_set,
@@ -51,7 +55,18 @@ def classify(
             outcome.batches = result.batches
             outcome.late_early_ratio = late_early_ratio(result.step_latencies_s)
     outcome.status, outcome.error = status_of(launched, result, log, outcome.cap_bytes, isolation, timeout_s)
+    if outcome.status == "oom" and fed is not None:
+        outcome.error = f"{outcome.error}, {fed_text(*fed, oom_after_feed_cause)}"
     return outcome
+
+
+def fed_text(fed: int, rows: int, cause_once_all_fed: str | None) -> str:
+    """How far the source got before the kill: a writer whose memory grows after it took every row
+    holds the whole data somewhere, and when the cause is known upstream, it is named."""
+    if fed < rows:
+        return f"with {fed:,} of {rows:,} rows fed to the writer"
+    cause = f": {cause_once_all_fed}" if cause_once_all_fed else ""
+    return f"after all {rows:,} rows were fed to the writer{cause}"
 
 
 def peak_rss(launched: Launch, result: WorkerResult | None) -> int | None:

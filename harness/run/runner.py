@@ -19,7 +19,7 @@ from typing import Any
 
 from harness.base.caps import CgroupCap, MemoryCap, format_size, make_cap, resolve_isolation
 from harness.base.errors import IcebenchError, one_line, warn
-from harness.base.progress import ProgressReport, watching
+from harness.base.progress import ProgressReport, read_progress, watching
 from harness.base.registry import source_hash
 from harness.base.results import ResultsStore, now_iso, read_report
 from harness.base.settings import Settings
@@ -465,6 +465,8 @@ class Runner:
             isolation=self.isolation if plan.cap_bytes else "none",
             timeout_s=self.settings.worker_timeout_s,
             consumes_batches=writer.consumes_batches,
+            fed=read_progress(worker.spec.progress_path) if worker.spec.progress_path else None,
+            oom_after_feed_cause=writer.oom_after_feed_cause,
         )
         return WorkerEnd(worker.feed, outcome, result, started=worker.spec.started_marker.exists())
 

@@ -48,6 +48,10 @@ class DltWriter(Writer):
     libraries = ("dlt", "pyiceberg", "pyarrow")
     consumes_batches = False  # steps are dlt's extract / normalize / load
     in_default_matrix = False  # name it (WRITERS=dlt,...): its upsert commits per 1,000 rows
+    oom_after_feed_cause = (
+        "dlt's Iceberg load reads every file of the load into one Arrow table "
+        "(arrow_dataset.to_table()) before pyiceberg writes it"
+    )
 
     @classmethod
     def supports_catalog(cls, catalog_properties: dict[str, str]) -> str | None:

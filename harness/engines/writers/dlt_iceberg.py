@@ -46,6 +46,9 @@ class DltIcebergWriter(DltWriter):
     # dlt-iceberg pins the fork and pydantic < 2.11; the main environment has dlt 1.31.
     environment = ("dlt==1.20.0", "dlt-iceberg==0.6.4")
     in_default_matrix = True  # one commit per load, unlike dlt's per-1,000-rows upsert
+    oom_after_feed_cause = (
+        "dlt-iceberg reads every parquet file of the load whole and concatenates them for one pyiceberg call"
+    )
 
     @classmethod
     def supports_catalog(cls, catalog_properties: dict[str, str]) -> str | None:

@@ -612,7 +612,7 @@ def cmd_run(args: argparse.Namespace) -> None:
     for record in records:
         for check in record.verdict.failed if record.verdict else []:
             upstream = f" [{check.upstream}]" if check.upstream else ""
-            # escaped: rich would take `[dlt-hub/dlt#3753]` for a style tag and drop it
+            # escaped: rich would take `[dlt-hub/dlt#3752]` for a style tag and drop it
             console.print(f"  [red]failed[/] {check.name}: {escape(f'{check.reason}{upstream}')}")
     console.print(f"results: {store.runs_path}")
     _exit_on_verdict(args, records)

@@ -57,7 +57,7 @@ def test_an_oom_after_every_row_was_fed_names_the_writers_known_cause():
         "OOM-killed by the kernel at a 4.0 GiB cap (oom_kill count 1), after all 1,000,000"
     )
     assert "arrow_dataset.to_table()" in error
-    assert failed_check(OPERATION_COMPLETED, error).upstream == "dlt-hub/dlt#3753"
+    assert failed_check(OPERATION_COMPLETED, error).upstream == "dlt-hub/dlt#3752"
 
 
 def test_an_oom_while_rows_were_still_fed_blames_nothing_upstream():

@@ -21,8 +21,8 @@ KNOWN_ISSUES = (
     ),
     KnownIssue(
         r"arrow_dataset\.to_table\(\)",
-        "dlt-hub/dlt#3753",
-        "dlt's Iceberg load materialises the whole load in memory (the PR streams it)",
+        "dlt-hub/dlt#3752",
+        "dlt's Iceberg load materialises the whole load in memory (PR dlt-hub/dlt#3753 streams it)",
     ),
 )
 

@@ -89,8 +89,8 @@ class Writer:
     # Commits go through pyiceberg's Transaction (directly or, like dlt, underneath): the worker
     # counts pyiceberg's retries after commit conflicts. False for engines that commit on their own.
     pyiceberg_commits: ClassVar[bool] = True
-    # Why this writer's memory grows once it has taken every row, when known upstream: an OOM kill
-    # after the whole source was fed names it (KNOWN_ISSUES links the text to its upstream issue).
+    # Why this writer's memory grows once it has taken every row, where known: an OOM kill after
+    # the whole source was fed names it (KNOWN_ISSUES links the text to an upstream issue if any).
     oom_after_feed_cause: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kwargs: object) -> None:

@@ -50,7 +50,7 @@ class DltWriter(Writer):
     in_default_matrix = False  # name it (WRITERS=dlt,...): its upsert commits per 1,000 rows
     oom_after_feed_cause = (
         "dlt's Iceberg load reads every file of the load into one Arrow table "
-        "(arrow_dataset.to_table()) before pyiceberg writes it"
+        "(arrow_dataset.to_table(), as read in dlt 1.31.0) before pyiceberg writes it"
     )
 
     @classmethod

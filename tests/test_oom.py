@@ -51,7 +51,7 @@ def _oom_reason(fed: tuple[int, int] | None) -> str:
 
 def test_an_oom_after_every_row_was_fed_names_the_writers_known_cause():
     """dlt 1.31 reads the whole load into one Arrow table (measured at `wide`: OOM at 4 GiB once
-    all 1,000,000 rows were fed): the failed check names it and links the upstream PR."""
+    all 1,000,000 rows were fed): the failed check names it and links the upstream issue."""
     error = _oom_reason((1_000_000, 1_000_000))
     assert error.startswith(
         "OOM-killed by the kernel at a 4.0 GiB cap (oom_kill count 1), after all 1,000,000"

@@ -134,7 +134,10 @@ def reason_of(record: RunRecord) -> str:
         return _reason_line(f"{first.name}: {first.reason or 'failed'}{upstream}{more}")
     if outcome == "OOM":
         peak = f", peak {format_size(record.peak_memory_bytes)}" if record.peak_memory_bytes else ""
-        return _reason_line(f"OOM-killed at the {cap_text(record.cap_bytes)}{peak}")
+        failed = record.verdict.failed if record.verdict else []
+        known = next((check.upstream for check in failed if check.upstream), None)
+        upstream = f" [{known}]" if known else ""  # the writer's known cause (harness/run/classify.py)
+        return _reason_line(f"OOM-killed at the {cap_text(record.cap_bytes)}{peak}{upstream}")
     if outcome == "unjudged":
         return "the oracle did not judge the table"
     if outcome == "unsupported":  # "<writer> does not support this catalog: <why>": the gist; the

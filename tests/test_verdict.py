@@ -13,14 +13,16 @@ from harness import cli
 from harness.base.caps import cgroup_parent
 from harness.base.errors import IcebenchError
 from harness.base.results import ResultsStore
-from harness.model import RunRecord
+from harness.engines.writers.dlt import DltWriter
+from harness.judge.oracle import OPERATION_COMPLETED, failed_check
+from harness.model import RunRecord, Verdict
 from harness.run.runner import Runner, RunPlan
 from harness.services.stacks.embedded import EmbeddedStack
 from reports.plots import FAILED_RED, metrics_figure, peak_memory_figure, png_bytes, verdict_figure
 from reports.report import write_report
 from reports.screenshot import SCREEN_HEIGHT, chromium, plot_positions, screenshot
 from reports.terminal import as_blocks, fitted, needed_width, rich_table
-from reports.verdict import verdict_groups, verdict_table
+from reports.verdict import reason_of, verdict_groups, verdict_table
 
 CAP = 2**30
 # Below what a Python worker with pyarrow and pyiceberg needs at all: the kernel kills it.
@@ -76,6 +78,22 @@ def test_an_oom_is_listed_with_its_cap(verdict_runs):
     (row,) = starved.rows
     assert (row.outcome, row.rank) == ("OOM", None)
     assert row.reason.startswith("OOM-killed at the cap 100.0 MiB")
+
+
+def test_an_oom_with_a_known_cause_links_its_issue():
+    """dlt at `wide`: killed once every row was fed, its known cause linked in the verdict row."""
+    error = (
+        "OOM-killed by the kernel at a 4.0 GiB cap (oom_kill count 1), after all 1,000,000 rows were fed "
+        f"to the writer: {DltWriter.oom_after_feed_cause}"
+    )
+    record = RunRecord(
+        run_id="synthetic", scenario="append", writer="dlt", preset="wide", stack="embedded",
+        operation="append", status="oom", error=error, rows=1_000_000, batch_rows=10_000,
+        isolation="cgroup", started_at="2026-01-01T00:00:00+00:00", cap_bytes=4 << 30,
+        peak_memory_bytes=4_110_233_600,
+        verdict=Verdict(passed=False, checks=[failed_check(OPERATION_COMPLETED, error)]),
+    )  # fmt: skip
+    assert reason_of(record) == "OOM-killed at the cap 4.0 GiB, peak 3.8 GiB [dlt-hub/dlt#3752]"
 
 
 def test_the_terminal_verdict_fits_100_columns(verdict_runs):

@@ -184,28 +184,31 @@ def test_a_failed_upsert_whose_new_rows_landed_fails_the_verdict(tiny_sets, tmp_
     assert not checks["content_checksum"].passed
 
 
-def test_a_retried_dlt_upsert_strands_its_first_attempts_files(runner, tiny_sets):
+def test_a_retried_dlt_upsert_strands_its_first_attempts_files(runner, tiny_sets, verdict_passed):
     """dlt's upsert lands whichever way the race goes, its content right. dlt upserts per 1,000
     rows, so which of its commits meets the append varies: a retried commit that had rewritten base
     files leaves its first attempt's data files under the table, reachable from no metadata (43 of
-    45 runs); an upsert that commits first, or whose retry strands nothing (1 each), passes."""
+    45 runs); an upsert that commits first, or whose retry strands nothing (1 each), passes. A
+    commit that lost the catalog's compare-and-swap may leave a metadata file besides (timing:
+    tests/conftest.py _passed), whichever worker it was."""
     record = runner.run(RunPlan(RACE, "dlt", "tiny", tiny_sets, 2_000, cap_bytes=1 << 30))
     upsert = record.workers[0]
 
     assert [w.status for w in record.workers] == ["ok", "ok"], [w.error for w in record.workers]
     assert checks_of(record)["content_checksum"].passed
-    if not record.orphan_files:
-        assert record.verdict.passed, [f"{c.name}: {c.reason}" for c in record.verdict.failed]
-        return
-    assert upsert.commit_retries, "files stranded without a retry"
-    assert [c.name for c in record.verdict.failed] == ["no_orphans_after_success"]
     stranded = checks_of(record)["no_orphans_after_success"]
-    assert stranded.actual == {"files": record.orphan_files, "lost_swap_metadata": 0}  # data, not metadata
-    # each stranded file named by its place in the table: its first attempt's data files
+    files, lost_swaps = stranded.actual["files"], stranded.actual["lost_swap_metadata"]
+    assert files == record.orphan_files
+    if files == lost_swaps:  # no data file stranded
+        assert verdict_passed(record), [f"{c.name}: {c.reason}" for c in record.verdict.failed]
+        return
+    assert upsert.commit_retries, "data files stranded without a retry"
+    assert [c.name for c in record.verdict.failed] == ["no_orphans_after_success"]
+    # each stranded file named by its place in the table: data files, and lost swaps' metadata
     parts = stranded.reason.split("; ")
     named = [part.split(" ", 1)[0] for part in parts if part.endswith("is reachable from no metadata")]
-    assert named and record.orphan_files >= len(named), stranded.reason
-    assert all(path.startswith("data/") for path in named), stranded.reason
+    assert named and all(path.startswith(("data/", "metadata/")) for path in named), stranded.reason
+    assert sum(path.startswith("metadata/") for path in named) <= lost_swaps, stranded.reason
 
 
 def test_duckdb_does_not_retry_a_conflict_and_its_loser_leaves_no_row(services_runner, tiny_sets):

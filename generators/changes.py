@@ -125,6 +125,15 @@ def generate_changes(
     return manifest
 
 
+def change_rows(base_dir: Path, *, update_ratio: float, insert_ratio: float) -> int:
+    """The rows generate_changes will write for this base set: its updates are sampled per row
+    group (rounded there), so the total is not simply the ratio times the base rows."""
+    base_dir = Path(base_dir)
+    base = _load_base(base_dir)
+    updates = sum(unit.rows for unit in _update_units(base, base_dir, update_ratio))
+    return updates + round(insert_ratio * base.rows)
+
+
 def _load_base(base_dir: Path) -> DatasetManifest:
     base = DatasetManifest.load(base_dir).require_checksum_version(base_dir, CHECKSUM_VERSION)
     if base.kind != "base" or base.field_names() != wide_schema(base.columns).names:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from generators.changes import generate_changes
+from generators.changes import change_rows, generate_changes
 from generators.checksum import CHECKSUM_VERSION
 from generators.faults import DAMAGES, Damage, damaged_copy
 from generators.manifest import MANIFEST_FILE, DatasetManifest, ManifestError
@@ -130,31 +130,31 @@ class DataCache:
             damaged_copy(sets["base"].directory, staging, cast(Damage, name.removeprefix("base-")))
             return
         block = self._key_block(name)
-        rows = preset.rows if block is not None else self._change_rows(preset)
-        advance = progress(f"generate {preset.name}/{name}", rows) if progress else None
         if block is not None:
+            advance = progress(f"generate {preset.name}/{name}", preset.rows) if progress else None
             # Disjoint keys and other values: e.g. every row a replace removed must disappear.
-            index = block
             generate_base(
                 staging,
                 rows=preset.rows,
                 columns=preset.columns,
                 files=preset.files,
-                seed=self.seed + index + (index >= 2),  # seed + 2 is the change set's
-                first_key=preset.rows * index,
+                seed=self.seed + block + (block >= 2),  # seed + 2 is the change set's
+                first_key=preset.rows * block,
                 progress=advance,
             )
-        else:
-            of, seed = ("base", self.seed + 2) if name.startswith("changes") else self._round_changes(name)
-            generate_changes(
-                sets[of].directory,
-                staging,
-                seed=seed,
-                update_ratio=self.update_ratio,
-                insert_ratio=self.insert_ratio,
-                evolved=name == "changes-evolved",
-                progress=advance,
-            )
+            return
+        of, seed = ("base", self.seed + 2) if name.startswith("changes") else self._round_changes(name)
+        base_dir = sets[of].directory
+        rows = change_rows(base_dir, update_ratio=self.update_ratio, insert_ratio=self.insert_ratio)
+        generate_changes(
+            base_dir,
+            staging,
+            seed=seed,
+            update_ratio=self.update_ratio,
+            insert_ratio=self.insert_ratio,
+            evolved=name == "changes-evolved",
+            progress=progress(f"generate {preset.name}/{name}", rows) if progress else None,
+        )
 
     @staticmethod
     def _usable(directory: Path) -> bool:
@@ -190,9 +190,6 @@ class DataCache:
         if "changes" in name:  # change sets also depend on the ratios
             name = f"{name}-u{self.update_ratio:g}-i{self.insert_ratio:g}"
         return self.folder(preset) / name
-
-    def _change_rows(self, preset: Preset) -> int:
-        return round(preset.rows * (self.update_ratio + self.insert_ratio))
 
 
 @contextmanager

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
-from generators.changes import generate_changes
+from generators.changes import change_rows, generate_changes
 from generators.checksum import Checksum, row_hashes
 from generators.manifest import DatasetManifest, ManifestError
 from generators.presets import get_preset
@@ -211,6 +211,24 @@ def test_change_set_is_deterministic(base_dir: Path, tmp_path: Path):
     again = generate_changes(base_dir, tmp_path / "b", seed=9, update_ratio=0.05, insert_ratio=0.5)
     assert first == again
     assert (first.updates, first.inserts) == (250, 2_500)
+
+
+@pytest.mark.parametrize("update_ratio", [0.2, 0.333])
+def test_change_rows_foretells_the_set_exactly(base_dir: Path, tmp_path: Path, update_ratio: float):
+    """The generation bar's total: updates are rounded per row group, so it is exact where
+    ratio x rows is not (wide's change set has 300,020 rows, not 300,000)."""
+    foretold = change_rows(base_dir, update_ratio=update_ratio, insert_ratio=0.1)
+    fed: list[int] = []
+    manifest = generate_changes(
+        base_dir,
+        tmp_path,
+        seed=4,
+        update_ratio=update_ratio,
+        insert_ratio=0.1,
+        workers=1,
+        progress=fed.append,
+    )
+    assert foretold == manifest.rows == sum(fed)
 
 
 def test_missing_base_is_reported_with_its_path(tmp_path: Path):

@@ -16,7 +16,12 @@ from test_oracle_checks import _append_table, _judge, locations_path
 from generators.schema import EVOLVED_COLUMN, KEY_COLUMN
 from generators.source import ParquetSource
 from harness.base.reasons import REASON_CHARS, short_path, short_reason
-from harness.judge.difference import first_duplicate, first_missing_key, first_unexpected_key
+from harness.judge.difference import (
+    first_missing_key,
+    first_unexpected_key,
+    repeated_keys,
+    repeated_keys_reason,
+)
 from harness.judge.oracle import capture_state, failed_check, judge
 from scenarios import get_scenario
 from scenarios.base import DataSets, _place_file, expect_upserted
@@ -121,7 +126,10 @@ def test_a_lost_row_and_a_doubled_row_name_their_keys(tiny_sets, tmp_path):
     checks = _judge_damaged_first_file(tiny_sets, tmp_path, lose_one_double_another)
     assert checks["content_checksum"].reason.startswith(f"key {_key_at(original, lost)} is missing")
     # The missing key comes first in key order; the doubled one is what keys_unique counts.
-    assert checks["keys_unique"].reason == f"1 duplicate keys (smallest: {_key_at(original, doubled)})"
+    assert (
+        checks["keys_unique"].reason
+        == f"1 key repeated (1 surplus row), the smallest {_key_at(original, doubled)}"
+    )
     assert (
         checks["key_set"].reason
         == f"1 expected keys missing (first {_key_at(original, lost)}), 0 unexpected keys"
@@ -177,4 +185,11 @@ def test_the_first_missing_unexpected_and_doubled_keys():
     assert first_missing_key(unique, [(1, 2), (4, 5)]) is None
     assert first_unexpected_key(unique, [(1, 5)]) == 9
     assert first_unexpected_key(unique, [(2, 9)]) == 1
-    assert first_duplicate(np.array([7, 3, 9, 3, 7])) == 3 and first_duplicate(unique) is None
+    assert repeated_keys(np.array([7, 3, 9, 3, 7, 3])) == (2, 3, 3) and repeated_keys(unique) == (0, 0, None)
+    assert (
+        repeated_keys_reason(np.array([7, 3, 9, 3, 7, 3]))
+        == "2 keys repeated (3 surplus rows), the smallest 3"
+    )
+    assert repeated_keys_reason(np.repeat(np.arange(990_000, 1_000_000), 100)) == (
+        "10,000 keys repeated (990,000 surplus rows), the smallest 990000"
+    )  # the naive trap at wide: the last batch's file listed 100 times

@@ -48,7 +48,7 @@ def test_matrix_with_repeats_and_scale_ends_with_a_report(capsys, settings, tiny
     # The trap's failed checks, each with its reason, in both pages.
     markdown = (folder / "report.md").read_text()
     for text in (page, markdown):
-        assert "pyiceberg-fast-append-naive" in text and "keys_unique" in text and "duplicate keys" in text
+        assert "pyiceberg-fast-append-naive" in text and "keys_unique" in text and "keys repeated" in text
     assert "![Total write time against batch count](plots/scale.png)" in markdown
     # The verdict first: the repeated pair that passed ranked, the trap apart with its failed check.
     verdict = markdown.index("## Verdict: which writer to use")

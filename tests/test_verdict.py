@@ -62,7 +62,7 @@ def test_passing_writers_are_ranked_by_write_time_and_the_rest_listed_apart(verd
     assert apart["pyiceberg-fast-append-naive"].outcome == "FAIL"
     assert apart["pyiceberg-fast-append-naive"].rank is None
     reason = apart["pyiceberg-fast-append-naive"].reason  # its first failed check, and how many more
-    assert reason.startswith("keys_unique: ") and "duplicate keys" in reason and "more:" in reason
+    assert reason.startswith("keys_unique: ") and "keys repeated" in reason and "more:" in reason
     assert apart["iceberg-rust"].outcome == "unsupported"
     assert apart["iceberg-rust"].reason == "does not support writing"
     assert [row.outcome for row in append.rows] == ["pass", "pass", "FAIL", "unsupported"]

@@ -74,11 +74,25 @@ def first_difference(table: Table, content: TableContent, sources: list[RowSourc
     return f"key {key}: {_row_difference(_source_row(source, key), rows_with_key(table, key))}"
 
 
-def first_duplicate(keys: np.ndarray) -> int | None:
-    """The smallest key that appears more than once (None: none does)."""
+def repeated_keys(keys: np.ndarray) -> tuple[int, int, int | None]:
+    """(keys that appear more than once, rows beyond each key's first, the smallest such key)."""
     ordered = np.sort(keys)
-    repeated = np.flatnonzero(ordered[1:] == ordered[:-1])
-    return int(ordered[repeated[0]]) if len(repeated) else None
+    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+    if not len(repeated):
+        return 0, 0, None
+    return len(np.unique(repeated)), len(repeated), int(repeated[0])
+
+
+def repeated_keys_reason(keys: np.ndarray) -> str | None:
+    """e.g. `10,000 keys repeated (990,000 surplus rows), the smallest 990000`; None: none is."""
+    distinct, surplus, smallest = repeated_keys(keys)
+    if not distinct:
+        return None
+    return f"{counted(distinct, 'key')} repeated ({counted(surplus, 'surplus row')}), the smallest {smallest}"
+
+
+def counted(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def first_missing_key(unique: np.ndarray, ranges: KeyRanges) -> int | None:

@@ -38,9 +38,9 @@ from harness.base.reasons import first_few, short_path, short_reason
 from harness.engines.verifiers import PRIMARY, Verifier, VerifierFailed, verifiers
 from harness.judge.difference import (
     first_difference,
-    first_duplicate,
     first_missing_key,
     first_unexpected_key,
+    repeated_keys_reason,
 )
 from harness.judge.readback import FileFacts, TableContent, read_content
 from harness.model import Check, EngineOptions, Expectation, KeyRanges, Verdict
@@ -478,7 +478,7 @@ def _content_checks(table: Table, content: TableContent, expected: Expectation) 
             passed=duplicates == 0 and content.null_keys == 0,
             expected=0,
             actual=duplicates,
-            reason=_reason(duplicates, f"duplicate keys (smallest: {first_duplicate(content.keys)})")
+            reason=repeated_keys_reason(content.keys)
             if duplicates
             else _reason(content.null_keys, "null keys"),
         ),
@@ -609,7 +609,7 @@ def _equal(name: str, expected: Any, actual: Any) -> Check:
 
 
 def _reason(count: int, what: str) -> str | None:
-    return f"{count} {what}" if count else None
+    return f"{count:,} {what}" if count else None
 
 
 def count_in_ranges(sorted_keys: np.ndarray, ranges: KeyRanges) -> int:

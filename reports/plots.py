@@ -76,12 +76,22 @@ def _legend_outside(axis: Axes, **options: object) -> None:
     axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, **options)
 
 
-def _not_run_note(axis: Axes, names: Iterable[str], below: float = -0.2) -> None:
-    """Under a panel: the writers it has nothing of, and why (unsupported, or the figure's reason)."""
+def _not_run_note(axis: Axes, names: Iterable[str]) -> None:
+    """Under a panel, below its x label whatever the panel's height: the writers it has nothing
+    of, and why (unsupported, or the figure's reason)."""
     lines = [line for line in names if line]
     if lines:
         text = "\n".join(line for item in lines for line in _wrapped("", [item], width=90))
-        axis.text(0, below, text, transform=axis.transAxes, va="top", fontsize=7, color="#555")
+        axis.annotate(
+            text,
+            xy=(0, 0),
+            xycoords=("axes fraction", axis.xaxis.label),  # x: the panel's left; y: the label's foot
+            xytext=(0, -4),
+            textcoords="offset points",
+            va="top",
+            fontsize=7,
+            color="#555",
+        )
 
 
 def _unsupported_note(records: Sequence[RunRecord], scenario: str) -> str:
@@ -208,7 +218,7 @@ def latency_figure(records: Sequence[RunRecord]) -> Figure | None:
         notes = ["no curve: " + "; ".join(missing)] if missing else []
         if uncommitted := [label for label in curves if label not in committed]:
             notes.append("no commit curve (fewer than 3 commits): " + ", ".join(uncommitted))
-        _not_run_note(steps_axis, [*notes, _unsupported_note(records, scenario)], below=-0.22)
+        _not_run_note(steps_axis, [*notes, _unsupported_note(records, scenario)])
     kinds = {True: "scale points", False: "whole-set runs"}
     skipped = [
         f"{scenario} {kinds[scale]}" for scenario, scale in sorted(rows) if (scenario, scale) not in drawn
@@ -380,7 +390,7 @@ def timeline_figure(records: Sequence[RunRecord]) -> Figure | None:
         axis.set_ylabel("MiB (cgroup usage)")
         axis.grid(alpha=0.3)
         _legend_outside(axis)
-        _not_run_note(axis, [_unsupported_note(records, scenario)], below=-0.2)
+        _not_run_note(axis, [_unsupported_note(records, scenario)])
     return figure
 
 
@@ -407,7 +417,7 @@ def scan_figure(records: Sequence[RunRecord]) -> Figure | None:
         axis.margins(x=0.2)  # room for the labels right of the longest bar
         axis.grid(alpha=0.3, axis="x")
         _legend_outside(axis)
-        _not_run_note(axis, [_unsupported_note(records, scenario)], below=-0.12)
+        _not_run_note(axis, [_unsupported_note(records, scenario)])
     figure.suptitle("Reading the table each writer left: full scan and first 1% of the keys")
     return figure
 

@@ -18,7 +18,16 @@ from harness.judge.oracle import OPERATION_COMPLETED, failed_check
 from harness.model import RunRecord, Verdict
 from harness.run.runner import Runner, RunPlan
 from harness.services.stacks.embedded import EmbeddedStack
-from reports.plots import FAILED_RED, metrics_figure, peak_memory_figure, png_bytes, verdict_figure
+from reports.plots import (
+    FAILED_RED,
+    latency_figure,
+    metrics_figure,
+    peak_memory_figure,
+    png_bytes,
+    scan_figure,
+    timeline_figure,
+    verdict_figure,
+)
 from reports.report import write_report
 from reports.screenshot import SCREEN_HEIGHT, chromium, plot_positions, screenshot
 from reports.terminal import as_blocks, fitted, needed_width, rich_table
@@ -165,6 +174,30 @@ def test_plots_mark_failed_runs(verdict_runs, tmp_path):
     metrics = metrics_figure(records)
     assert metrics is not None
     assert any(patch.get_hatch() for axis in metrics.axes for patch in axis.patches)
+
+
+@pytest.mark.parametrize("draw", [latency_figure, timeline_figure, scan_figure])
+def test_a_panels_not_run_note_sits_below_its_x_label(verdict_runs, draw):
+    """The note naming the writers a panel lacks (iceberg-rust: unsupported) stands under the
+    panel's x label, clear of it, whatever the panel's height (the scan plot's note once overlapped
+    its label)."""
+    _, records = verdict_runs
+    figure = draw(records)
+    assert figure is not None
+    renderer = figure.canvas.get_renderer()
+    figure.canvas.draw()
+    notes = [
+        (axis, text)
+        for axis in figure.axes
+        for text in axis.texts
+        if "not run (unsupported): iceberg-rust" in text.get_text()
+    ]
+    assert notes
+    for axis, note in notes:
+        label = axis.xaxis.label.get_window_extent(renderer)
+        placed = note.get_window_extent(renderer)
+        assert placed.y1 <= label.y0 and not placed.overlaps(label), (placed, label)
+        assert abs(placed.x0 - axis.get_window_extent(renderer).x0) < 2  # flush with the panel
 
 
 def _chromium_or_skip() -> None:

@@ -132,7 +132,7 @@ def test_a_lost_row_and_a_doubled_row_name_their_keys(tiny_sets, tmp_path):
     )
     assert (
         checks["key_set"].reason
-        == f"1 expected keys missing (first {_key_at(original, lost)}), 0 unexpected keys"
+        == f"1 expected key missing (first {_key_at(original, lost)}), 0 unexpected keys"
     )
 
 

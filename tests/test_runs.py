@@ -1,5 +1,7 @@
 """Every writer x scenario on `tiny`, each in its own capped worker, judged by the oracle."""
 
+import re
+
 import pytest
 
 from harness.base.results import read_runs
@@ -71,5 +73,12 @@ def test_schema_evolution_upsert_fails_as_a_recorded_check_naming_upstream(runne
 
 def test_fast_append_without_shared_counter_is_caught_by_the_oracle(runner, tiny_sets):
     record = runner.run(plan(runner, "append", "pyiceberg-fast-append-naive", tiny_sets))
-    failed = {c.name for c in record.verdict.failed}
-    assert {"data_files_listed_once", "keys_unique", "content_checksum"} <= failed
+    failed = {c.name: c for c in record.verdict.failed}
+    assert {"data_files_listed_once", "keys_unique", "content_checksum"} <= failed.keys()
+    # Every batch wrote the same file name: one file, listed once per batch, holds the last batch.
+    batches = record.batches
+    assert re.fullmatch(
+        rf"1 data file listed more than once, e\.g\. data/\S+\.parquet {batches} times",
+        failed["data_files_listed_once"].reason,
+    ), failed["data_files_listed_once"].reason
+    assert failed["keys_unique"].reason.startswith(f"{record.batch_rows:,} keys repeated")

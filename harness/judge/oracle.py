@@ -37,6 +37,7 @@ from harness.base.known_issues import match_known_issue
 from harness.base.reasons import first_few, short_path, short_reason
 from harness.engines.verifiers import PRIMARY, Verifier, VerifierFailed, verifiers
 from harness.judge.difference import (
+    counted,
     first_difference,
     first_missing_key,
     first_unexpected_key,
@@ -530,7 +531,10 @@ def _key_set_reason(unique: np.ndarray, ranges: KeyRanges, in_ranges: int, expec
     missing, unexpected = expected_keys - in_ranges, len(unique) - in_ranges
     first_missing = f" (first {first_missing_key(unique, ranges)})" if missing else ""
     first_unexpected = f" (first {first_unexpected_key(unique, ranges)})" if unexpected else ""
-    return f"{missing} expected keys missing{first_missing}, {unexpected} unexpected keys{first_unexpected}"
+    return (
+        f"{counted(missing, 'expected key')} missing{first_missing}, "
+        f"{counted(unexpected, 'unexpected key')}{first_unexpected}"
+    )
 
 
 def _key_ranges_in_brief(ranges: KeyRanges) -> KeyRanges | str:
@@ -572,6 +576,16 @@ def engines_agree(engine: str, read: Checksum, other_engine: str, other_read: Ch
     )
 
 
+def _repeated_files_reason(repeated: dict[str, int]) -> str:
+    """e.g. `1 data file listed more than once, e.g. data/00000-0-....parquet 100 times` (the
+    example: the file listed most)."""
+    most = max(sorted(repeated), key=repeated.__getitem__)
+    return (
+        f"{counted(len(repeated), 'data file')} listed more than once, "
+        f"e.g. {short_path(most)} {repeated[most]:,} times"
+    )
+
+
 def _file_checks(table: Table, content: TableContent) -> list[Check]:
     repeated = {path: n for path, n in Counter(content.data_files).items() if n > 1}
     missing = [path for path in set(content.data_files) if not table.io.new_input(path).exists()]
@@ -581,9 +595,7 @@ def _file_checks(table: Table, content: TableContent) -> list[Check]:
             passed=not repeated,
             expected=0,
             actual=len(repeated),
-            reason=f"{len(repeated)} data files listed more than once, e.g. {short_path(min(repeated))}"
-            if repeated
-            else None,
+            reason=_repeated_files_reason(repeated) if repeated else None,
         ),
         Check(
             name="data_files_exist",

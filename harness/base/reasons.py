@@ -31,6 +31,11 @@ def first_few(problems: Sequence[str], shown: int = NAMES_SHOWN) -> str | None:
     return "; ".join(problems[:shown]) + more
 
 
+def counted(count: int, noun: str) -> str:
+    """`1 key`, `990,000 keys`: a count as a reason reads it."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
 def some_names(names: Sequence[str], shown: int = NAMES_SHOWN) -> str:
     """`a, b, c +4 more`: a few names of a list that may be long."""
     more = f" +{len(names) - shown} more" if len(names) > shown else ""

@@ -22,7 +22,7 @@ from pyiceberg.table import Table
 from generators.checksum import Checksum
 from generators.schema import KEY_COLUMN
 from generators.source import ParquetSource
-from harness.base.reasons import some_names
+from harness.base.reasons import counted, some_names
 from harness.judge.readback import READ_BATCH_ROWS, TableContent, rows_with_key
 from harness.model import KeyRanges, RowSource
 
@@ -67,7 +67,7 @@ def first_difference(table: Table, content: TableContent, sources: list[RowSourc
     if have_rows == 0:
         return f"key {key} is missing"
     if want_rows == 0:
-        return f"key {key} is not expected ({have_rows} row{'s' if have_rows > 1 else ''})"
+        return f"key {key} is not expected ({counted(have_rows, 'row')})"
     if have_rows != want_rows:
         return f"key {key} has {have_rows} rows, expected {want_rows}"
     source = sources[int(layers[np.searchsorted(expected.keys, key)])]
@@ -89,10 +89,6 @@ def repeated_keys_reason(keys: np.ndarray) -> str | None:
     if not distinct:
         return None
     return f"{counted(distinct, 'key')} repeated ({counted(surplus, 'surplus row')}), the smallest {smallest}"
-
-
-def counted(count: int, noun: str) -> str:
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def first_missing_key(unique: np.ndarray, ranges: KeyRanges) -> int | None:

@@ -34,10 +34,9 @@ from pyiceberg.table.snapshots import Snapshot
 from generators.checksum import Checksum
 from generators.schema import KEY_COLUMN
 from harness.base.known_issues import match_known_issue
-from harness.base.reasons import first_few, short_path, short_reason
+from harness.base.reasons import counted, first_few, short_path, short_reason
 from harness.engines.verifiers import PRIMARY, Verifier, VerifierFailed, verifiers
 from harness.judge.difference import (
-    counted,
     first_difference,
     first_missing_key,
     first_unexpected_key,

@@ -87,7 +87,7 @@ def generate_changes(
     base_dir, out = Path(base_dir), Path(out)
     base = _load_base(base_dir)
     first_insert_key = max(high for _, high in base.key_ranges) + 1
-    inserts = round(insert_ratio * base.rows)
+    inserts = _insert_count(base, insert_ratio)
     units = _update_units(base, base_dir, update_ratio) + _insert_units(base, first_insert_key, inserts)
     schema = wide_schema(base.columns, evolved=evolved)
     prepare_dataset_dir(out)
@@ -131,7 +131,11 @@ def change_rows(base_dir: Path, *, update_ratio: float, insert_ratio: float) -> 
     base_dir = Path(base_dir)
     base = _load_base(base_dir)
     updates = sum(unit.rows for unit in _update_units(base, base_dir, update_ratio))
-    return updates + round(insert_ratio * base.rows)
+    return updates + _insert_count(base, insert_ratio)
+
+
+def _insert_count(base: DatasetManifest, insert_ratio: float) -> int:
+    return round(insert_ratio * base.rows)
 
 
 def _load_base(base_dir: Path) -> DatasetManifest:

@@ -145,7 +145,10 @@ class DataCache:
             return
         of, seed = ("base", self.seed + 2) if name.startswith("changes") else self._round_changes(name)
         base_dir = sets[of].directory
-        rows = change_rows(base_dir, update_ratio=self.update_ratio, insert_ratio=self.insert_ratio)
+        advance = None
+        if progress:  # the exact total reads the base's footers: only for a bar
+            rows = change_rows(base_dir, update_ratio=self.update_ratio, insert_ratio=self.insert_ratio)
+            advance = progress(f"generate {preset.name}/{name}", rows)
         generate_changes(
             base_dir,
             staging,
@@ -153,7 +156,7 @@ class DataCache:
             update_ratio=self.update_ratio,
             insert_ratio=self.insert_ratio,
             evolved=name == "changes-evolved",
-            progress=progress(f"generate {preset.name}/{name}", rows) if progress else None,
+            progress=advance,
         )
 
     @staticmethod

@@ -93,10 +93,23 @@ def column_seed(name: str) -> np.uint64:
 
 def row_hashes(data: Data) -> np.ndarray:
     """One uint64 hash per row of `data`."""
-    states = np.empty((data.num_rows, siphash.STATE_WORDS), dtype=np.uint64)
+    states = row_states(data.num_rows)
+    absorb_columns(states, data)
+    return finish_rows(states)
+
+
+def row_states(rows: int) -> np.ndarray:
+    """The hash states of `rows` rows before any cell: fed by absorb_columns, ended by finish_rows.
+    A reader may absorb a row group's columns a few at a time, in name order across the calls."""
+    states = np.empty((rows, siphash.STATE_WORDS), dtype=np.uint64)
     states[:, :4] = siphash.keyed(*_ROW_KEY)
     states[:, 4] = 0  # message bytes absorbed
-    # Sorted by name: the chain of cell hashes must not depend on the column order.
+    return states
+
+
+def absorb_columns(states: np.ndarray, data: Data) -> None:
+    """Each column of `data` into its rows' `states`, in name order: the chain of cell hashes must
+    not depend on the column order. Columns absorbed by an earlier call must sort before these."""
     for name, column in sorted(zip(data.column_names, data.columns, strict=True), key=lambda item: item[0]):
         seed = column_seed(name)
         chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
@@ -104,7 +117,11 @@ def row_hashes(data: Data) -> np.ndarray:
         for chunk in chunks:
             _absorb_column(states[start : start + len(chunk)], chunk, seed)
             start += len(chunk)
-    hashes = np.empty(data.num_rows, dtype=np.uint64)
+
+
+def finish_rows(states: np.ndarray) -> np.ndarray:
+    """One uint64 hash per row state."""
+    hashes = np.empty(len(states), dtype=np.uint64)
     siphash.finish_states(states, hashes)
     return hashes
 

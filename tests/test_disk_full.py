@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.base.results import read_runs
+from harness.base.results import read_runs, write_whole
 from harness.cli import main
 
 NO_SPACE = "No space left on device"
@@ -58,3 +58,12 @@ def test_a_full_data_cache_is_one_line_and_leaves_no_partial_set(capsys, small_d
     leftovers = [p for p in (small_disk / "data").rglob("*") if p.is_dir() and "partial" in p.name]
     assert not leftovers
     assert not [p for p in (small_disk / "data").rglob("*.parquet")]
+
+
+def test_a_report_that_does_not_fit_leaves_no_partial_file(small_disk):
+    filler = small_disk / "filler"
+    with pytest.raises(OSError, match="No space left"):
+        filler.write_bytes(b"x" * (1 << 20))  # the disk is full now
+    with pytest.raises(OSError, match="No space left"):
+        write_whole(small_disk / "result.json", "x" * (1 << 16))
+    assert sorted(path.name for path in small_disk.iterdir()) == ["filler"]

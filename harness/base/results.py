@@ -196,10 +196,15 @@ Report = TypeVar("Report", bound=WorkerResult)
 
 
 def write_whole(path: Path, text: str) -> None:
-    """A report written beside and renamed into place: the harness reads a whole one or none."""
+    """A report written beside and renamed into place: the harness reads a whole one or none. A
+    write that fails (a full disk) leaves neither, and raises."""
     partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text)
-    partial.replace(path)
+    try:
+        partial.write_text(text)
+        partial.replace(path)
+    except OSError:
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def read_report(path: Path, model: type[Report]) -> Report | None:

@@ -1,8 +1,9 @@
-"""Order-independent content checksum shared by the generators and the read-back oracle (version 2).
+"""Order-independent content checksum shared by the generators and the read-back oracle (version 3).
 
     cell_hash = SipHash-1-3[k0 = P0 ^ column_seed(name), k1 = P1 ^ type_tag](canonical bytes)
-    row_hash  = SipHash-1-3[R0, R1](cell_hash of each non-null cell, 8 bytes LE, columns by name)
-    checksum  = sum of row hashes mod 2**64                                  a multiset hash
+    chain     = cell_hash of each non-null cell, 8 bytes LE each, columns by name
+    lane j    = SipHash-1-3[R0, R1](chain + j as 8 bytes LE)           j = 0 .. LANES - 1 (32)
+    checksum  = sum of the rows' lane vectors, lane by lane mod 2**64    a multiset hash
 
 Values hash by their logical content, not their physical layout. Canonical bytes: every integer
 width, date (days), time, timestamp and duration (microseconds) its int64 little-endian; floats
@@ -15,18 +16,24 @@ like another value, another column's value or a missing one.
 
 A row's cells are chained through one SipHash in column-name order, so column order does not
 matter and the combination is not linear. A null cell adds nothing to the chain, so a column
-added by schema evolution (null in old rows) leaves old row hashes unchanged.
+added by schema evolution (null in old rows) leaves old row hashes unchanged. The chain's state is
+finalised once per lane (5 SipHash rounds a lane), far less than absorbing a wide row's cells.
 
-The remaining limit is the table checksum itself: a sum of 64-bit row hashes, kept additive so
-the generators can subtract the rows an upsert replaces. It is a generic 64-bit multiset hash:
-colliding it takes a search over many rows (birthday or k-sum), not an algebraic shortcut.
-Version 1 (a polynomial string hash, XOR-combined decimals, no type tags) had such shortcuts;
-manifests record the version their checksums were computed with (CHECKSUM_VERSION).
+The table checksum is a sum so that partial checksums combine: the generators subtract the rows an
+upsert replaces, a table's checksum is its files' sum. The keys are public, so a forgery is rows
+whose hashes sum alike: a generalised-birthday search (Wagner's k-tree) in an n-bit group with k
+lists costs about k * 2**(n / (1 + lg k)). Version 2 summed one 64-bit lane: 8 lists of 2**16 rows
+forged it in seconds (tests/old_checksum_v2.py). Version 3 sums 32 lanes, n = 2048: with k below
+2**31 (the rows of any table) a list costs over 2**64, with any k at least 2**(2 sqrt n) ~ 2**90;
+the cheapest change left is a second preimage of one 64-bit cell hash, 2**64 SipHash calls.
+Version 1 (a polynomial string hash, XOR-combined decimals, no type tags) had algebraic
+shortcuts; manifests record the version their checksums were computed with (CHECKSUM_VERSION).
 """
 
 from __future__ import annotations
 
 import hashlib
+import string
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
@@ -40,7 +47,10 @@ from generators import siphash
 
 Data = pa.RecordBatch | pa.Table
 
-CHECKSUM_VERSION = 2
+CHECKSUM_VERSION = 3
+# Lanes of a row hash and of the checksum: 32 x 64 bits, a 2048-bit group (see above).
+LANES = 32
+HEX_DIGITS = 16 * LANES
 
 _MASK64 = (1 << 64) - 1
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -53,6 +63,7 @@ def _key(label: bytes) -> tuple[int, int]:
     return int.from_bytes(digest[:8], "little"), int.from_bytes(digest[8:], "little")
 
 
+# Version 2's keys: version 3 hashes cells and chains them as it did, only the lanes are new.
 _CELL_KEY = _key(b"icebench checksum v2: cells")  # (P0, P1)
 _ROW_KEY = _key(b"icebench checksum v2: rows")  # (R0, R1)
 
@@ -91,8 +102,35 @@ def column_seed(name: str) -> np.uint64:
     return np.uint64(int.from_bytes(digest, "little"))
 
 
+@dataclass(frozen=True)
+class RowHashes:
+    """A batch hashed: what the checksum adds, and each row's lane 0 to trace a differing row."""
+
+    first_lanes: np.ndarray  # uint64 per row
+    sums: np.ndarray  # uint64 per lane: the batch's lane sums
+
+    def __len__(self) -> int:
+        return len(self.first_lanes)
+
+
+def hash_rows(data: Data) -> RowHashes:
+    """The lane sums of `data`'s rows and each row's lane 0; rows x lanes is never held."""
+    states = row_states(data)
+    first_lanes = np.empty(data.num_rows, dtype=np.uint64)
+    sums = np.zeros(LANES, dtype=np.uint64)
+    siphash.finish_lanes(states, first_lanes, sums)
+    return RowHashes(first_lanes, sums)
+
+
 def row_hashes(data: Data) -> np.ndarray:
-    """One uint64 hash per row of `data`."""
+    """One uint64 hash per row of `data`: its lane 0 (rows that differ differ in it, but for a
+    2**-64 chance or a search made on purpose)."""
+    return hash_rows(data).first_lanes
+
+
+def row_states(data: Data) -> np.ndarray:
+    """Each row's SipHash state (siphash.STATE_WORDS words) once its non-null cells' hashes are
+    absorbed, in column-name order."""
     states = np.empty((data.num_rows, siphash.STATE_WORDS), dtype=np.uint64)
     states[:, :4] = siphash.keyed(*_ROW_KEY)
     states[:, 4] = 0  # message bytes absorbed
@@ -104,9 +142,7 @@ def row_hashes(data: Data) -> np.ndarray:
         for chunk in chunks:
             _absorb_column(states[start : start + len(chunk)], chunk, seed)
             start += len(chunk)
-    hashes = np.empty(data.num_rows, dtype=np.uint64)
-    siphash.finish_states(states, hashes)
-    return hashes
+    return states
 
 
 def _absorb_column(states: np.ndarray, array: pa.Array, seed: np.uint64) -> None:
@@ -231,18 +267,39 @@ def _offsets_and_data(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return offsets, data
 
 
+def short_form(hex_value: str) -> str:
+    """A checksum in a reason: its lane 0, enough to tell checksums apart by eye."""
+    return hex_value[:16]
+
+
+_ZERO_LANES = (0,) * LANES
+
+
+def _lanes_of(sums: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(lane) for lane in sums)
+
+
+def _plus(one: tuple[int, ...], other: tuple[int, ...], sign: int = 1) -> tuple[int, ...]:
+    return tuple((a + sign * b) & _MASK64 for a, b in zip(one, other, strict=True))
+
+
 @dataclass
 class Checksum:
     """Running multiset checksum; partial checksums combine with + and -."""
 
     rows: int = 0
-    value: int = 0
-    # The per-row hash; tests/old_checksum.py puts version 1's here to show what it let through.
-    hash_rows = staticmethod(row_hashes)
+    lanes: tuple[int, ...] = _ZERO_LANES
+    hash_rows = staticmethod(hash_rows)
 
     @classmethod
     def from_hex(cls, hex_value: str, rows: int) -> Self:
-        return cls(rows=rows, value=int(hex_value, 16))
+        """The checksum `hex` wrote; a ValueError for any other text (another version's too)."""
+        if len(hex_value) != HEX_DIGITS or not all(digit in string.hexdigits for digit in hex_value):
+            raise ValueError(
+                f"checksum {short_form(hex_value)!r}... is not {HEX_DIGITS} hex digits "
+                f"(checksum version {CHECKSUM_VERSION})"
+            )
+        return cls(rows, tuple(int(hex_value[at : at + 16], 16) for at in range(0, HEX_DIGITS, 16)))
 
     @classmethod
     def of(cls, data: Data) -> Self:
@@ -252,23 +309,28 @@ class Checksum:
 
     @property
     def hex(self) -> str:
-        return f"{self.value:016x}"
+        """Every lane's 16 hex digits, lane 0 first."""
+        return "".join(f"{lane:016x}" for lane in self.lanes)
+
+    @property
+    def short(self) -> str:
+        return short_form(self.hex)
 
     def update(self, data: Data) -> None:
-        self.add_rows(self.hash_rows(data))
+        self.add_rows(hash_rows(data))
 
-    def add_rows(self, hashes: np.ndarray) -> None:
+    def add_rows(self, hashes: RowHashes) -> None:
         self.rows += len(hashes)
-        self.value = (self.value + int(hashes.sum(dtype=np.uint64))) & _MASK64
+        self.lanes = _plus(self.lanes, _lanes_of(hashes.sums))
 
-    def subtract_rows(self, hashes: np.ndarray) -> None:
+    def subtract_rows(self, hashes: RowHashes) -> None:
         self.rows -= len(hashes)
-        self.value = (self.value - int(hashes.sum(dtype=np.uint64))) & _MASK64
+        self.lanes = _plus(self.lanes, _lanes_of(hashes.sums), -1)
 
     def __add__(self, other: Self) -> Self:
-        return type(self)(self.rows + other.rows, (self.value + other.value) & _MASK64)
+        return type(self)(self.rows + other.rows, _plus(self.lanes, other.lanes))
 
     def __sub__(self, other: Self) -> Self:
-        return type(self)(self.rows - other.rows, (self.value - other.value) & _MASK64)
+        return type(self)(self.rows - other.rows, _plus(self.lanes, other.lanes, -1))
 
     merge = __add__

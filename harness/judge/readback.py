@@ -121,7 +121,7 @@ def read_content(table: Table, batch_rows: int = READ_BATCH_ROWS) -> TableConten
         null_keys += key.null_count
         keys.append(pc.drop_null(key).to_numpy(zero_copy_only=False).astype(np.int64))
         keyed = key.is_valid().to_numpy(zero_copy_only=False) if key.null_count else slice(None)
-        hashes.append(row_hashes[keyed])
+        hashes.append(row_hashes.first_lanes[keyed])
     files = [
         FileFacts(
             path=task.file.file_path,

@@ -1,6 +1,7 @@
 """The version 1 content checksum (generators/checksum.py before version 2), kept for tests only:
 they show its cheap collisions, which version 2 does not have. Unchanged but for the names
-(old_row_hashes, OldChecksum) and old_hash_string_collision at the end.
+(old_row_hashes, OldChecksum), the sum SumChecksum (version 2's too: tests/old_checksum_v2.py) and
+old_hash_string_collision at the end.
 
     cell_hash  = mix64(column_seed(name) ^ value_hash(value))      non-null cells only
     row_hash   = mix64(sum of the row's cell hashes)                wrapping uint64

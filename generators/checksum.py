@@ -53,8 +53,6 @@ LANES = 32
 HEX_DIGITS = 16 * LANES
 
 _MASK64 = (1 << 64) - 1
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
 _EMPTY = np.empty(0, np.uint8)
 
 
@@ -82,17 +80,6 @@ class Tag(IntEnum):
     STRING = 9
     BINARY = 10
     BOOLEAN = 11
-
-
-def mix64(values: np.ndarray) -> np.ndarray:
-    """splitmix64 finalizer, applied in place to a uint64 array (array ops wrap silently).
-    Version 1 mixed cells with it; version 2 does not, it stays for other users."""
-    values ^= values >> np.uint64(30)
-    values *= _MIX1
-    values ^= values >> np.uint64(27)
-    values *= _MIX2
-    values ^= values >> np.uint64(31)
-    return values
 
 
 @cache

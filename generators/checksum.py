@@ -11,8 +11,8 @@ their float64 bits; decimals the 16-byte two's complement unscaled value; string
 their bytes; booleans one byte. The type tag keeps logical types apart where the bytes agree:
 integer (all widths, as Iceberg promotes int to long), date, time, timestamp, timestamptz,
 duration, float, decimal (with its scale), string (string, large_string and string_view
-alike), binary, boolean. Cell hashes are a keyed PRF, so no value can be made cheaply to hash
-like another value, another column's value or a missing one.
+alike), binary, boolean. Cell hashes are a keyed PRF: no algebra makes a value hash like another
+value, another column's value or a missing one, only a search (its cost below).
 
 A row's cells are chained through one SipHash in column-name order, so column order does not
 matter and the combination is not linear. A null cell adds nothing to the chain, so a column
@@ -24,8 +24,9 @@ upsert replaces, a table's checksum is its files' sum. The keys are public, so a
 whose hashes sum alike: a generalised-birthday search (Wagner's k-tree) in an n-bit group with k
 lists costs about k * 2**(n / (1 + lg k)). Version 2 summed one 64-bit lane: 8 lists of 2**16 rows
 forged it in seconds (tests/old_checksum_v2.py). Version 3 sums 32 lanes, n = 2048: with k below
-2**31 (the rows of any table) a list costs over 2**64, with any k at least 2**(2 sqrt n) ~ 2**90;
-the cheapest change left is a second preimage of one 64-bit cell hash, 2**64 SipHash calls.
+2**31 (the rows of any table) a list costs over 2**64, with any k at least 2**(2 sqrt n) ~ 2**90.
+Left is the 64-bit cell hash: a value hashing like any of a column's N distinct values (a cell
+changed, its row's lanes kept) takes 2**64 / N SipHash calls, 2**44 for an int64 column at wide.
 Version 1 (a polynomial string hash, XOR-combined decimals, no type tags) had algebraic
 shortcuts; manifests record the version their checksums were computed with (CHECKSUM_VERSION).
 """

@@ -1,5 +1,6 @@
-"""Checksum version 1 (tests/old_checksum.py) against version 2 (generators/checksum.py) on a
-generated set, read batch by batch as the oracle reads a table:
+"""Checksum version 2 (tests/old_checksum_v2.py: one 64-bit lane) against version 3
+(generators/checksum.py: 32 lanes) on a generated set, read batch by batch as the oracle reads a
+table:
 
     .venv/bin/python benchmarks/compare_checksums.py DIR [--batch-rows N] [--only old|new|none]
 
@@ -17,18 +18,18 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from old_checksum import old_row_hashes
+from old_checksum_v2 import V2Checksum, v2_row_hashes
 
-from generators.checksum import Checksum, row_hashes
+from generators.checksum import Checksum, hash_rows
 from generators.manifest import DatasetManifest
 
-Hasher = Callable[[pa.RecordBatch], np.ndarray]
+Hasher = Callable[[pa.RecordBatch], Any]
 
 
 def main() -> None:
@@ -40,15 +41,16 @@ def main() -> None:
     parser.add_argument("--only", choices=["old", "new", "none"])
     args = parser.parse_args()
     manifest = DatasetManifest.load(args.directory)
-    hashers: dict[str, Hasher] = {"old": old_row_hashes, "new": row_hashes}
+    hashers: dict[str, Hasher] = {"old": v2_row_hashes, "new": hash_rows}
     if args.only:
         hashers = {args.only: hashers[args.only]} if args.only != "none" else {}
-    row_hashes(pa.table({"warm": [1]}))  # numba: load (or compile) the kernels outside the timing
+    for hasher in hashers.values():  # numba: load (or compile) the kernels outside the timing
+        hasher(pa.table({"warm": [1]}))
     if args.only:
         tracemalloc.start()
     held = 0
     seconds = dict.fromkeys(hashers, 0.0)
-    sums = {name: Checksum() for name in hashers}
+    sums = {name: {"old": V2Checksum, "new": Checksum}[name]() for name in hashers}
     started, batches = time.perf_counter(), 0
     for path in manifest.file_paths(args.directory):
         for batch in pq.ParquetFile(path).iter_batches(batch_size=args.batch_rows):
@@ -68,8 +70,11 @@ def main() -> None:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"{manifest.rows:,} rows x {manifest.columns} columns, {batches} batches of {args.batch_rows:,}")
     for name in hashers:
-        print(f"  {name}: {seconds[name]:.1f} s hashing, checksum {sums[name].hex}")
-    print(f"  manifest: checksum {manifest.checksum} (version {manifest.checksum_version})")
+        rate = manifest.rows / seconds[name] if seconds[name] else 0
+        print(f"  {name}: {seconds[name]:.1f} s hashing ({rate:,.0f} rows/s), checksum {sums[name].hex[:16]}")
+    if len(hashers) == 2:
+        print(f"  new / old: {seconds['new'] / seconds['old']:.2f}")
+    print(f"  manifest: checksum {manifest.checksum[:16]} (version {manifest.checksum_version})")
     print(f"  wall {total:.1f} s in all (reading included), peak RSS {peak:.0f} MiB")
     if args.only:
         print(f"  largest allocation of one hashing call (tracemalloc): {held / 2**20:.1f} MiB")

@@ -1,8 +1,9 @@
-"""Order-independent content checksum shared by the generators and the read-back oracle (version 2).
+"""Order-independent content checksum shared by the generators and the read-back oracle (version 3).
 
     cell_hash = SipHash-1-3[k0 = P0 ^ column_seed(name), k1 = P1 ^ type_tag](canonical bytes)
-    row_hash  = SipHash-1-3[R0, R1](cell_hash of each non-null cell, 8 bytes LE, columns by name)
-    checksum  = sum of row hashes mod 2**64                                  a multiset hash
+    chain     = cell_hash of each non-null cell, 8 bytes LE each, columns by name
+    lane j    = SipHash-1-3[R0, R1](chain + j as 8 bytes LE)           j = 0 .. LANES - 1 (32)
+    checksum  = sum of the rows' lane vectors, lane by lane mod 2**64    a multiset hash
 
 Values hash by their logical content, not their physical layout. Canonical bytes: every integer
 width, date (days), time, timestamp and duration (microseconds) its int64 little-endian; floats
@@ -10,23 +11,30 @@ their float64 bits; decimals the 16-byte two's complement unscaled value; string
 their bytes; booleans one byte. The type tag keeps logical types apart where the bytes agree:
 integer (all widths, as Iceberg promotes int to long), date, time, timestamp, timestamptz,
 duration, float, decimal (with its scale), string (string, large_string and string_view
-alike), binary, boolean. Cell hashes are a keyed PRF, so no value can be made cheaply to hash
-like another value, another column's value or a missing one.
+alike), binary, boolean. Cell hashes are a keyed PRF: no algebra makes a value hash like another
+value, another column's value or a missing one, only a search (its cost below).
 
 A row's cells are chained through one SipHash in column-name order, so column order does not
 matter and the combination is not linear. A null cell adds nothing to the chain, so a column
-added by schema evolution (null in old rows) leaves old row hashes unchanged.
+added by schema evolution (null in old rows) leaves old row hashes unchanged. The chain's state is
+finalised once per lane (5 SipHash rounds a lane), far less than absorbing a wide row's cells.
 
-The remaining limit is the table checksum itself: a sum of 64-bit row hashes, kept additive so
-the generators can subtract the rows an upsert replaces. It is a generic 64-bit multiset hash:
-colliding it takes a search over many rows (birthday or k-sum), not an algebraic shortcut.
-Version 1 (a polynomial string hash, XOR-combined decimals, no type tags) had such shortcuts;
-manifests record the version their checksums were computed with (CHECKSUM_VERSION).
+The table checksum is a sum so that partial checksums combine: the generators subtract the rows an
+upsert replaces, a table's checksum is its files' sum. The keys are public, so a forgery is rows
+whose hashes sum alike: a generalised-birthday search (Wagner's k-tree) in an n-bit group with k
+lists costs about k * 2**(n / (1 + lg k)). Version 2 summed one 64-bit lane: 8 lists of 2**16 rows
+forged it in seconds (tests/old_checksum_v2.py). Version 3 sums 32 lanes, n = 2048: with k below
+2**31 (the rows of any table) a list costs over 2**64, with any k at least 2**(2 sqrt n) ~ 2**90.
+Left is the 64-bit cell hash: a value hashing like any of a column's N distinct values (a cell
+changed, its row's lanes kept) takes 2**64 / N SipHash calls, 2**44 for an int64 column at wide.
+Version 1 (a polynomial string hash, XOR-combined decimals, no type tags) had algebraic
+shortcuts; manifests record the version their checksums were computed with (CHECKSUM_VERSION).
 """
 
 from __future__ import annotations
 
 import hashlib
+import string
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
@@ -40,11 +48,12 @@ from generators import siphash
 
 Data = pa.RecordBatch | pa.Table
 
-CHECKSUM_VERSION = 2
+CHECKSUM_VERSION = 3
+# Lanes of a row hash and of the checksum: 32 x 64 bits, a 2048-bit group (see above).
+LANES = 32
+HEX_DIGITS = 16 * LANES
 
 _MASK64 = (1 << 64) - 1
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
 _EMPTY = np.empty(0, np.uint8)
 
 
@@ -53,6 +62,7 @@ def _key(label: bytes) -> tuple[int, int]:
     return int.from_bytes(digest[:8], "little"), int.from_bytes(digest[8:], "little")
 
 
+# Version 2's keys: version 3 hashes cells and chains them as it did, only the lanes are new.
 _CELL_KEY = _key(b"icebench checksum v2: cells")  # (P0, P1)
 _ROW_KEY = _key(b"icebench checksum v2: rows")  # (R0, R1)
 
@@ -73,17 +83,6 @@ class Tag(IntEnum):
     BOOLEAN = 11
 
 
-def mix64(values: np.ndarray) -> np.ndarray:
-    """splitmix64 finalizer, applied in place to a uint64 array (array ops wrap silently).
-    Version 1 mixed cells with it; version 2 does not, it stays for other users."""
-    values ^= values >> np.uint64(30)
-    values *= _MIX1
-    values ^= values >> np.uint64(27)
-    values *= _MIX2
-    values ^= values >> np.uint64(31)
-    return values
-
-
 @cache
 def column_seed(name: str) -> np.uint64:
     """Stable across processes and runs, unlike hash()."""
@@ -91,16 +90,39 @@ def column_seed(name: str) -> np.uint64:
     return np.uint64(int.from_bytes(digest, "little"))
 
 
+@dataclass(frozen=True)
+class RowHashes:
+    """A batch hashed: what the checksum adds, and each row's lane 0 to trace a differing row."""
+
+    first_lanes: np.ndarray  # uint64 per row
+    sums: np.ndarray  # uint64 per lane: the batch's lane sums
+
+    def __len__(self) -> int:
+        return len(self.first_lanes)
+
+
+def hash_rows(data: Data) -> RowHashes:
+    """The lane sums of `data`'s rows and each row's lane 0; rows x lanes is never held."""
+    return finish_rows(row_states(data))
+
+
 def row_hashes(data: Data) -> np.ndarray:
-    """One uint64 hash per row of `data`."""
-    states = row_states(data.num_rows)
+    """One uint64 hash per row of `data`: its lane 0 (rows that differ differ in it, but for a
+    2**-64 chance or a search made on purpose)."""
+    return hash_rows(data).first_lanes
+
+
+def row_states(data: Data) -> np.ndarray:
+    """Each row's SipHash state (siphash.STATE_WORDS words) once its non-null cells' hashes are
+    absorbed, in column-name order."""
+    states = empty_row_states(data.num_rows)
     absorb_columns(states, data)
-    return finish_rows(states)
+    return states
 
 
-def row_states(rows: int) -> np.ndarray:
-    """The hash states of `rows` rows before any cell: fed by absorb_columns, ended by finish_rows.
-    A reader may absorb a row group's columns a few at a time, in name order across the calls."""
+def empty_row_states(rows: int) -> np.ndarray:
+    """The states of `rows` rows before any cell: fed by absorb_columns, ended by finish_rows. A
+    reader may absorb a row group's columns a few at a time, in name order across the calls."""
     states = np.empty((rows, siphash.STATE_WORDS), dtype=np.uint64)
     states[:, :4] = siphash.keyed(*_ROW_KEY)
     states[:, 4] = 0  # message bytes absorbed
@@ -119,11 +141,12 @@ def absorb_columns(states: np.ndarray, data: Data) -> None:
             start += len(chunk)
 
 
-def finish_rows(states: np.ndarray) -> np.ndarray:
-    """One uint64 hash per row state."""
-    hashes = np.empty(len(states), dtype=np.uint64)
-    siphash.finish_states(states, hashes)
-    return hashes
+def finish_rows(states: np.ndarray) -> RowHashes:
+    """The rows' lane sums and lane 0 from their absorbed `states`."""
+    first_lanes = np.empty(len(states), dtype=np.uint64)
+    sums = np.zeros(LANES, dtype=np.uint64)
+    siphash.finish_lanes(states, first_lanes, sums)
+    return RowHashes(first_lanes, sums)
 
 
 def _absorb_column(states: np.ndarray, array: pa.Array, seed: np.uint64) -> None:
@@ -248,18 +271,39 @@ def _offsets_and_data(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return offsets, data
 
 
+def short_form(hex_value: str) -> str:
+    """A checksum in a reason: its lane 0, enough to tell checksums apart by eye."""
+    return hex_value[:16]
+
+
+_ZERO_LANES = (0,) * LANES
+
+
+def _lanes_of(sums: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(lane) for lane in sums)
+
+
+def _plus(one: tuple[int, ...], other: tuple[int, ...], sign: int = 1) -> tuple[int, ...]:
+    return tuple((a + sign * b) & _MASK64 for a, b in zip(one, other, strict=True))
+
+
 @dataclass
 class Checksum:
     """Running multiset checksum; partial checksums combine with + and -."""
 
     rows: int = 0
-    value: int = 0
-    # The per-row hash; tests/old_checksum.py puts version 1's here to show what it let through.
-    hash_rows = staticmethod(row_hashes)
+    lanes: tuple[int, ...] = _ZERO_LANES
+    hash_rows = staticmethod(hash_rows)
 
     @classmethod
     def from_hex(cls, hex_value: str, rows: int) -> Self:
-        return cls(rows=rows, value=int(hex_value, 16))
+        """The checksum `hex` wrote; a ValueError for any other text (another version's too)."""
+        if len(hex_value) != HEX_DIGITS or not all(digit in string.hexdigits for digit in hex_value):
+            raise ValueError(
+                f"checksum {short_form(hex_value)!r}... is not {HEX_DIGITS} hex digits "
+                f"(checksum version {CHECKSUM_VERSION})"
+            )
+        return cls(rows, tuple(int(hex_value[at : at + 16], 16) for at in range(0, HEX_DIGITS, 16)))
 
     @classmethod
     def of(cls, data: Data) -> Self:
@@ -269,23 +313,28 @@ class Checksum:
 
     @property
     def hex(self) -> str:
-        return f"{self.value:016x}"
+        """Every lane's 16 hex digits, lane 0 first."""
+        return "".join(f"{lane:016x}" for lane in self.lanes)
+
+    @property
+    def short(self) -> str:
+        return short_form(self.hex)
 
     def update(self, data: Data) -> None:
-        self.add_rows(self.hash_rows(data))
+        self.add_rows(hash_rows(data))
 
-    def add_rows(self, hashes: np.ndarray) -> None:
+    def add_rows(self, hashes: RowHashes) -> None:
         self.rows += len(hashes)
-        self.value = (self.value + int(hashes.sum(dtype=np.uint64))) & _MASK64
+        self.lanes = _plus(self.lanes, _lanes_of(hashes.sums))
 
-    def subtract_rows(self, hashes: np.ndarray) -> None:
+    def subtract_rows(self, hashes: RowHashes) -> None:
         self.rows -= len(hashes)
-        self.value = (self.value - int(hashes.sum(dtype=np.uint64))) & _MASK64
+        self.lanes = _plus(self.lanes, _lanes_of(hashes.sums), -1)
 
     def __add__(self, other: Self) -> Self:
-        return type(self)(self.rows + other.rows, (self.value + other.value) & _MASK64)
+        return type(self)(self.rows + other.rows, _plus(self.lanes, other.lanes))
 
     def __sub__(self, other: Self) -> Self:
-        return type(self)(self.rows - other.rows, (self.value - other.value) & _MASK64)
+        return type(self)(self.rows - other.rows, _plus(self.lanes, other.lanes, -1))
 
     merge = __add__

@@ -199,8 +199,16 @@ def absorb_dictionary_cells(
 
 
 @_kernel
-def finish_states(states: np.ndarray, out: np.ndarray) -> None:
-    """Each row's SipHash over the cell hashes it absorbed."""
+def finish_lanes(states: np.ndarray, first_lanes: np.ndarray, sums: np.ndarray) -> None:
+    """Each row's sums.size lanes: lane j is the row's SipHash over the cell hashes it absorbed
+    followed by the 8 bytes of j. Row i's lane 0 goes to first_lanes[i]; lane j of every row is
+    added to sums[j] (mod 2**64), so no rows x lanes array is ever held."""
     for i in range(states.shape[0]):
-        length = states[i, 4]
-        out[i] = _finish(states[i, 0], states[i, 1], states[i, 2], states[i, 3], _U64(0), length)
+        a, b, c, d = states[i, 0], states[i, 1], states[i, 2], states[i, 3]
+        length = states[i, 4] + _U64(8)
+        for j in range(sums.size):
+            v0, v1, v2, v3 = _compress(a, b, c, d, _U64(j))
+            lane = _finish(v0, v1, v2, v3, _U64(0), length)
+            sums[j] += lane
+            if j == 0:
+                first_lanes[i] = lane

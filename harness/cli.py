@@ -22,6 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from generators.changes import generate_changes
+from generators.checksum import short_form
 from generators.datasets import data_set
 from generators.manifest import DatasetManifest
 from generators.presets import PRESETS, get_preset
@@ -527,7 +528,7 @@ def cmd_generate(args: argparse.Namespace) -> None:
             manifest = generate_base(args.out, **base, progress=progress("rows", base["rows"]))
     console.print(
         f"wrote {manifest.rows} rows x {manifest.columns} columns in {len(manifest.files)} files "
-        f"to {args.out} (checksum {manifest.checksum})"
+        f"to {args.out} (checksum {short_form(manifest.checksum)})"
     )
 
 

@@ -40,7 +40,7 @@ def expect_set(data: DataSet) -> Expectation:
 
 
 def expect_empty() -> Expectation:
-    return Expectation(rows=0, checksum=f"{0:016x}", key_ranges=[], sources=[])
+    return Expectation(rows=0, checksum=Checksum().hex, key_ranges=[], sources=[])
 
 
 def expect_upserted(base: DataSet, changes: DataSet) -> Expectation:

@@ -1,6 +1,7 @@
 """The version 1 content checksum (generators/checksum.py before version 2), kept for tests only:
 they show its cheap collisions, which version 2 does not have. Unchanged but for the names
-(old_row_hashes, OldChecksum) and old_hash_string_collision at the end.
+(old_row_hashes, OldChecksum), the sum SumChecksum (version 2's too: tests/old_checksum_v2.py) and
+old_hash_string_collision at the end.
 
     cell_hash  = mix64(column_seed(name) ^ value_hash(value))      non-null cells only
     row_hash   = mix64(sum of the row's cell hashes)                wrapping uint64
@@ -17,15 +18,17 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
+from typing import ClassVar, Self
 
 import numpy as np
 import pyarrow as pa
 
-from generators.checksum import Checksum
-
 Data = pa.RecordBatch | pa.Table
 
+_MASK64 = (1 << 64) - 1
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _STRING_BASE = 0x100000001B3  # odd, hence invertible mod 2**64
@@ -212,8 +215,32 @@ def _offsets_and_data(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return offsets - start, data
 
 
-class OldChecksum(Checksum):
-    """The running multiset checksum of version 1: the same arithmetic, the old row hash."""
+@dataclass
+class SumChecksum:
+    """The table checksum of versions 1 and 2: the sum of one 64-bit hash per row, mod 2**64.
+    Subclasses set the row hash."""
+
+    rows: int = 0
+    value: int = 0
+    hash_rows: ClassVar[Callable[[Data], np.ndarray]]
+
+    @classmethod
+    def of(cls, data: Data) -> Self:
+        checksum = cls()
+        checksum.add_rows(cls.hash_rows(data))
+        return checksum
+
+    @property
+    def hex(self) -> str:
+        return f"{self.value:016x}"
+
+    def add_rows(self, hashes: np.ndarray) -> None:
+        self.rows += len(hashes)
+        self.value = (self.value + int(hashes.sum(dtype=np.uint64))) & _MASK64
+
+
+class OldChecksum(SumChecksum):
+    """The running multiset checksum of version 1."""
 
     hash_rows = staticmethod(old_row_hashes)
 

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from old_checksum_v2 import V2Checksum, forge_version_2
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.table import Table
 from test_oracle_checks import _append_table, _judge, locations_path
@@ -113,6 +114,24 @@ def test_a_changed_value_names_its_key_and_column(tiny_sets, tmp_path):
         f"key {_key_at(original, row)}: column {column} is {(old or 0) + 1}, expected {old}"
     )
     assert len(reason) < 200
+
+
+def test_a_k_tree_forgery_of_the_version_2_sum_fails_only_content_checksum(tiny_sets, tmp_path):
+    """8 int64 cells of the first file changed so that version 2's 64-bit sum of row hashes stays
+    (Wagner's k-tree, tests/old_checksum_v2.py): version 3 fails the table, naming the first."""
+    original = pq.read_table(tiny_sets["base"].directory / tiny_sets["base"].manifest.files[0].name)
+    column = next(name for name in original.column_names if name.endswith("_int64"))
+    rows = np.flatnonzero(original.column(column).is_valid().to_numpy(zero_copy_only=False))[::601][:8]
+    forged = forge_version_2(original, column, rows.tolist())
+    assert V2Checksum.of(forged).hex == V2Checksum.of(original).hex  # what version 2 would have passed
+
+    checks = _judge_damaged_first_file(tiny_sets, tmp_path, lambda _: forged)
+    assert [name for name, check in checks.items() if not check.passed] == ["content_checksum"]
+    first = int(rows[0])
+    assert checks["content_checksum"].reason.startswith(
+        f"key {_key_at(original, first)}: column {column} is {forged.column(column)[first].as_py()}, "
+        f"expected {original.column(column)[first].as_py()}"
+    )
 
 
 def test_a_lost_row_and_a_doubled_row_name_their_keys(tiny_sets, tmp_path):

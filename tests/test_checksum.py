@@ -1,5 +1,6 @@
-"""The content checksum (generators/checksum.py, version 2): its exact definition, the blind spots
-of version 1 (tests/old_checksum.py) it closes, and the layouts it must not tell apart."""
+"""The content checksum (generators/checksum.py, version 3): its exact definition, the blind spots
+of version 1 (tests/old_checksum.py) and version 2 (tests/old_checksum_v2.py) it closes, and the
+layouts it must not tell apart."""
 
 import json
 import os
@@ -14,9 +15,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from old_checksum import OldChecksum, old_hash_string_collision, old_row_hashes
+from old_checksum_v2 import V2Checksum, forge_version_2
 
 from generators.changes import generate_changes
-from generators.checksum import _CELL_KEY, _ROW_KEY, CHECKSUM_VERSION, Checksum, Tag, column_seed, row_hashes
+from generators.checksum import (
+    _CELL_KEY,
+    _ROW_KEY,
+    CHECKSUM_VERSION,
+    HEX_DIGITS,
+    LANES,
+    Checksum,
+    Tag,
+    column_seed,
+    hash_rows,
+    row_hashes,
+)
 from generators.datasets import DataCache, data_set
 from generators.manifest import MANIFEST_FILE, DatasetManifest, ManifestError
 from generators.presets import get_preset
@@ -60,13 +73,13 @@ def siphash(key: tuple[int, int], message: bytes, c_rounds: int = 1, d_rounds: i
     return v[0] ^ v[1] ^ v[2] ^ v[3]
 
 
-def reference_row_hash(cells: dict[str, tuple[int, bytes]]) -> int:
+def reference_row_lanes(cells: dict[str, tuple[int, bytes]]) -> list[int]:
     """The documented definition: column name -> (type tag, canonical bytes) of a non-null cell."""
     chained = b"".join(
         siphash((_CELL_KEY[0] ^ int(column_seed(name)), _CELL_KEY[1] ^ tag), value).to_bytes(8, "little")
         for name, (tag, value) in sorted(cells.items())
     )
-    return siphash(_ROW_KEY, chained)
+    return [siphash(_ROW_KEY, chained + lane.to_bytes(8, "little")) for lane in range(LANES)]
 
 
 def one_row(value: object, kind: pa.DataType, name: str = "c") -> int:
@@ -114,7 +127,12 @@ def test_row_hash_is_the_documented_definition():
         "r_raw": (Tag.BINARY, b"\x00\x01"),
     }
     second = {"a_text": (Tag.STRING, b""), "b_flag": (Tag.BOOLEAN, b"\x00")}  # nulls feed nothing
-    assert row_hashes(table).tolist() == [reference_row_hash(first), reference_row_hash(second)]
+    lanes = [reference_row_lanes(first), reference_row_lanes(second)]
+    assert row_hashes(table).tolist() == [lanes[0][0], lanes[1][0]]
+    checksum = Checksum.of(table)
+    assert checksum.lanes == tuple((one + other) & MASK for one, other in zip(*lanes, strict=True))
+    assert checksum.hex == "".join(f"{lane:016x}" for lane in checksum.lanes)
+    assert len(set(lanes[0])) == LANES  # no two lanes alike
 
 
 # --- version 1's blind spots ----------------------------------------------------------------
@@ -193,6 +211,27 @@ def test_layouts_of_one_logical_type_agree():
     )  # instants, whatever the zone
     assert one_row(3 * 86_400_000, pa.date64()) == one_row(3, pa.date32())
     assert one_row(5, pa.time32("ms")) == one_row(5_000, pa.time64("us"))
+
+
+# --- version 2's blind spot -----------------------------------------------------------------
+
+
+def test_a_k_tree_forgery_of_the_version_2_sum_fails_version_3(tiny_cache: DataCache):
+    """8 int64 cells of tiny's first file changed so that version 2's 64-bit sum stays (Wagner's
+    k-tree, tests/old_checksum_v2.py): version 3's 32 lanes tell, the untouched set still matches."""
+    base = tiny_cache.ensure(get_preset("tiny"), ["base"])["base"]
+    paths = base.manifest.file_paths(base.directory)
+    first = pq.read_table(paths[0])
+    column = next(name for name in first.column_names if name.endswith("_int64"))
+    rows = np.flatnonzero(first.column(column).is_valid().to_numpy(zero_copy_only=False))[::601][:8]
+    forged = forge_version_2(first, column, rows.tolist())
+    pairs = enumerate(zip(forged.column(column).to_pylist(), first.column(column).to_pylist(), strict=True))
+    assert [row for row, (new, old) in pairs if new != old] == rows.tolist()
+    assert forged.drop_columns([column]) == first.drop_columns([column])
+    assert V2Checksum.of(forged).hex == V2Checksum.of(first).hex  # version 2 is fooled
+    assert Checksum.of(forged).rows == first.num_rows
+    assert Checksum.of(forged) != Checksum.of(first)
+    assert sum((Checksum.of(pq.read_table(path)) for path in paths), Checksum()).hex == base.manifest.checksum
 
 
 # --- what must not change a row's hash ------------------------------------------------------
@@ -294,7 +333,7 @@ def test_empty_values_and_empty_batches():
     assert strings[0] == strings[2] != strings[1]
     assert row_hashes(pa.table({"s": pa.array([], pa.string())})).shape == (0,)
     empty = Checksum.of(pa.table({"a": pa.array([], pa.int64())}))
-    assert (empty.rows, empty.hex) == (0, "0" * 16)
+    assert (empty.rows, empty.hex) == (0, "0" * HEX_DIGITS)
     only_empty = pa.table({"s": pa.array(["", ""], pa.large_binary())})  # no data buffer bytes at all
     assert len(set(row_hashes(only_empty).tolist())) == 1
 
@@ -305,13 +344,20 @@ def test_checksum_arithmetic(mixed: pa.Table):
     assert head + tail == whole == head.merge(tail)
     assert whole - tail == head
     running = Checksum.of(mixed)
-    running.subtract_rows(row_hashes(mixed.slice(20)))
+    running.subtract_rows(hash_rows(mixed.slice(20)))
     assert running == head
-    running.add_rows(row_hashes(mixed.slice(20)))
+    running.add_rows(hash_rows(mixed.slice(20)))
     assert running == whole
     assert Checksum.from_hex(whole.hex, whole.rows) == whole
     assert Checksum.of(mixed.take(np.random.default_rng(0).permutation(mixed.num_rows))) == whole
-    assert Checksum.of(mixed) != OldChecksum.of(mixed)  # not by accident: another algorithm
+    # Not by accident: other algorithms.
+    assert Checksum.of(mixed).short not in {OldChecksum.of(mixed).hex, V2Checksum.of(mixed).hex}
+
+
+def test_from_hex_takes_only_a_whole_checksum():
+    for text in ("0123456789abcdef", "0" * (HEX_DIGITS - 1), "g" * HEX_DIGITS, ""):
+        with pytest.raises(ValueError, match=f"is not {HEX_DIGITS} hex digits"):
+            Checksum.from_hex(text, 1)
 
 
 def test_unsupported_types_say_so():
@@ -366,8 +412,8 @@ def tiny_cache(tmp_path_factory: pytest.TempPathFactory) -> DataCache:
 def test_generated_sets_record_the_checksum_version(tiny_cache: DataCache):
     sets = tiny_cache.ensure(get_preset("tiny"), ["changes"])
     for name in ("base", "changes"):
-        assert sets[name].manifest.checksum_version == CHECKSUM_VERSION == 2
-    assert '"checksum_version": 2' in (sets["base"].directory / MANIFEST_FILE).read_text()
+        assert sets[name].manifest.checksum_version == CHECKSUM_VERSION == 3
+    assert '"checksum_version": 3' in (sets["base"].directory / MANIFEST_FILE).read_text()
 
 
 def test_a_manifest_without_a_version_is_version_1(tiny_cache: DataCache, tmp_path: Path):
@@ -394,7 +440,7 @@ def test_a_given_set_of_an_older_version_is_refused(tiny_cache: DataCache, tmp_p
     old.mkdir()
     (old / MANIFEST_FILE).write_text((base.directory / MANIFEST_FILE).read_text())
     as_version_1(old)
-    message = rf"{re.escape(str(old))}.*version 1.*version 2.*regenerate"
+    message = rf"{re.escape(str(old))}.*version 1.*version 3.*regenerate"
     with pytest.raises(SourceError, match=message) as error:
         data_set(old)
     assert "\n" not in str(error.value)

@@ -7,6 +7,7 @@ Skipped where pyspark or the jars of `make rest-catalog` are missing. Each run s
 
 import json
 
+import pyarrow as pa
 import pytest
 
 from generators.checksum import Checksum
@@ -88,10 +89,14 @@ def test_spark_verifies_a_pyiceberg_table(settings, tiny_sets):
 
 
 def test_engines_that_disagree_fail_a_check_naming_both():
-    check = engines_agree("pyiceberg", Checksum(rows=10, value=1), "spark", Checksum(rows=9, value=2))
+    one, other = Checksum.of(pa.table({"a": range(10)})), Checksum.of(pa.table({"a": range(1, 10)}))
+    check = engines_agree("pyiceberg", one, "spark", other)
     assert not check.passed
-    assert "pyiceberg reads 10 rows" in check.reason and "spark reads 9 rows" in check.reason
-    assert engines_agree("pyiceberg", Checksum(10, 1), "spark", Checksum(10, 1)).passed
+    assert (
+        f"pyiceberg reads 10 rows (checksum {one.short})" in check.reason
+        and "spark reads 9 rows" in check.reason
+    )
+    assert engines_agree("pyiceberg", one, "spark", Checksum.of(pa.table({"a": range(9, -1, -1)}))).passed
 
 
 def test_verify_with_spark_refuses_stacks_spark_cannot_read(settings):

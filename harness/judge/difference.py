@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.table import Table
 
-from generators.checksum import Checksum
+from generators.checksum import row_hashes
 from generators.schema import KEY_COLUMN
 from generators.source import ParquetSource
 from harness.base.reasons import counted, some_names
@@ -121,7 +121,7 @@ def _expected_hashes(sources: list[RowSource]) -> tuple[KeyedHashes, np.ndarray]
     for layer, source in enumerate(sources):
         for batch in _source_batches(source):
             keys.append(batch.column(KEY_COLUMN).to_numpy(zero_copy_only=False).astype(np.int64))
-            hashes.append(Checksum.hash_rows(batch))
+            hashes.append(row_hashes(batch))
             layers.append(np.full(batch.num_rows, layer, np.int32))
     if not keys:
         return KeyedHashes.of(np.empty(0, np.int64), np.empty(0, np.uint64)), np.empty(0, np.int32)
@@ -176,10 +176,10 @@ def _row_difference(expected: pa.Table, found: pa.Table) -> str:
 def _cell_hash(row: pa.Table, name: str) -> int:
     if name not in row.column_names:
         return _NULL_CELL
-    return int(Checksum.hash_rows(row.select([name]))[0])
+    return int(row_hashes(row.select([name]))[0])
 
 
-_NULL_CELL = int(Checksum.hash_rows(pa.table({"absent": pa.nulls(1, pa.int64())}))[0])
+_NULL_CELL = int(row_hashes(pa.table({"absent": pa.nulls(1, pa.int64())}))[0])
 
 
 def _value(row: pa.Table, name: str) -> str:

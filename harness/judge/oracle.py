@@ -31,7 +31,7 @@ from pyiceberg.serializers import FromInputFile
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
 
-from generators.checksum import Checksum
+from generators.checksum import Checksum, short_form
 from generators.schema import KEY_COLUMN
 from harness.base.known_issues import match_known_issue
 from harness.base.reasons import counted, first_few, short_path, short_reason
@@ -248,7 +248,7 @@ def _visible_content_checks(
     # changes it).
     return [
         _equal("row_count", expected.rows, theirs.rows),
-        _equal("content_checksum", expected.checksum, theirs.hex),
+        _checksum_equal(expected.checksum, theirs.hex),
     ], verifier.name
 
 
@@ -510,7 +510,7 @@ def _content_checks(table: Table, content: TableContent, expected: Expectation) 
 def _content_checksum_check(table: Table, content: TableContent, expected: Expectation) -> Check:
     """The checksums; when they differ and the scenario knows its rows, the first differing key
     (a pass over the expected rows, made only now that the check has failed)."""
-    check = _equal("content_checksum", expected.checksum, content.checksum)
+    check = _checksum_equal(expected.checksum, content.checksum)
     if check.passed or expected.sources is None:
         return check
     try:
@@ -518,9 +518,8 @@ def _content_checksum_check(table: Table, content: TableContent, expected: Expec
     except Exception as exc:  # the verdict stands without the detail, which says why it is missing
         where = f"the first differing key is not known ({type(exc).__name__}: {exc})"
     if where:
-        check.reason = short_reason(
-            f"{where} (checksum expected {expected.checksum}, found {content.checksum})"
-        )
+        ours, theirs = short_form(expected.checksum), short_form(content.checksum)
+        check.reason = short_reason(f"{where} (checksum expected {ours}, found {theirs})")
     return check
 
 
@@ -570,8 +569,8 @@ def engines_agree(engine: str, read: Checksum, other_engine: str, other_read: Ch
         actual={"engine": other_engine, "rows": other_read.rows, "checksum": other_read.hex},
         reason=None
         if passed
-        else f"{engine} reads {read.rows} rows (checksum {read.hex}), "
-        f"{other_engine} reads {other_read.rows} rows (checksum {other_read.hex})",
+        else f"{engine} reads {read.rows} rows (checksum {read.short}), "
+        f"{other_engine} reads {other_read.rows} rows (checksum {other_read.short})",
     )
 
 
@@ -617,6 +616,14 @@ def _equal(name: str, expected: Any, actual: Any) -> Check:
         actual=actual,
         reason=None if passed else f"expected {expected}, found {actual}",
     )
+
+
+def _checksum_equal(expected: str, actual: str) -> Check:
+    """content_checksum: the whole checksums compared and recorded, their short forms in the reason."""
+    check = _equal("content_checksum", expected, actual)
+    if not check.passed:
+        check.reason = f"expected {short_form(expected)}, found {short_form(actual)}"
+    return check
 
 
 def _reason(count: int, what: str) -> str | None:

@@ -50,7 +50,7 @@ from pyiceberg.schema import Schema, prune_columns
 from pyiceberg.table import FileScanTask, Table
 from pyiceberg.types import PrimitiveType
 
-from generators.checksum import Checksum, absorb_columns, finish_rows, row_states
+from generators.checksum import Checksum, RowHashes, absorb_columns, empty_row_states, finish_rows
 from generators.schema import KEY_COLUMN
 from generators.source import row_group_batches
 
@@ -158,7 +158,7 @@ class _RowGroupContent:
     """What one row group of a data file holds: its visible rows' hashes, their keys, its raw facts."""
 
     rows: int  # before deletes
-    hashes: np.ndarray  # every visible row's
+    hashes: RowHashes  # every visible row's
     keys: np.ndarray  # the visible non-null keys
     keyed_hashes: np.ndarray  # the hashes of the rows in `keys`, in its order
     null_keys: int
@@ -181,7 +181,7 @@ def _read_row_group(
         reading = _FileProjection.of(table, task, parquet)
         start = sum(parquet.metadata.row_group(earlier).num_rows for earlier in range(row_group))
         rows = parquet.metadata.row_group(row_group).num_rows
-        states = row_states(rows)
+        states = empty_row_states(rows)
         bounds, key_parts = _Bounds(), []
         for group in reading.groups_within(parquet.metadata.row_group(row_group), READ_BUDGET_BYTES):
             offset = 0
@@ -207,7 +207,7 @@ def _read_row_group(
         rows=rows,
         hashes=hashes,
         keys=pc.drop_null(key).to_numpy(zero_copy_only=False).astype(np.int64),
-        keyed_hashes=hashes[valid],
+        keyed_hashes=hashes.first_lanes[valid],
         null_keys=key.null_count,
         bounds=bounds,
     )

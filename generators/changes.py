@@ -17,6 +17,7 @@ from generators.manifest import (
     FileEntry,
     KeyRange,
     ManifestError,
+    file_entry,
     merge_key_ranges,
     part_name,
     prepare_dataset_dir,
@@ -192,7 +193,7 @@ def _write_change_file(task: _ChangeFile) -> _ChangeFileResult:
                 keys = np.arange(unit.first_key, unit.first_key + unit.rows, dtype=np.int64)
             key_ranges += _key_ranges(keys)
             write_row_group(writer, build_batch(task.schema, keys, rng), written)
-    entry = FileEntry(name=task.path.name, rows=written.rows, bytes=task.path.stat().st_size)
+    entry = file_entry(task.path, written.rows)
     return _ChangeFileResult(entry, written, replaced, key_ranges)
 
 

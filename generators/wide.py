@@ -16,6 +16,7 @@ from generators.checksum import CHECKSUM_VERSION, Checksum
 from generators.manifest import (
     DatasetManifest,
     FileEntry,
+    file_entry,
     part_name,
     prepare_dataset_dir,
     schema_fields,
@@ -167,7 +168,7 @@ def _write_base_file(task: BaseFile) -> tuple[FileEntry, Checksum]:
     with parquet_writer(task.path, wide_schema(task.columns)) as writer:
         for batch in base_batches(task):
             write_row_group(writer, batch, checksum)
-    return FileEntry(name=task.path.name, rows=task.rows, bytes=task.path.stat().st_size), checksum
+    return file_entry(task.path, task.rows), checksum
 
 
 def plan_base(out: Path, *, rows: int, columns: int, files: int, seed: int, first_key: int) -> list[BaseFile]:

@@ -278,6 +278,13 @@ def _spark_master(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _folder(text: str) -> Path:
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} does not exist or is not a folder")
+    return path
+
+
 def _config_file(text: str) -> Path:
     """A TOML file that exists and reads, checked even where the command would not open it."""
     path = Path(text)
@@ -438,8 +445,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--scenario", required=True, help=one_of(scenarios()))
     run.add_argument("--writer", required=True, help=one_of(writers()))
     run.add_argument("--preset", default="tiny", help=f"{one_of(PRESETS)} (default tiny)")
-    run.add_argument("--source", type=Path, help="generated set to feed the writer instead of the preset's")
-    run.add_argument("--base", type=Path, help="generated set the table holds before (replace, upsert)")
+    run.add_argument(
+        "--source", type=_folder, help="generated set to feed the writer instead of the preset's"
+    )
+    run.add_argument("--base", type=_folder, help="generated set the table holds before (replace, upsert)")
     _common(run)
 
     report = commands.add_parser("report", help="report.html + report.md with plots, next to the results")
@@ -479,7 +488,7 @@ def _add_generate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     gen.add_argument("--seed", type=_within(Settings, "seed"), default=42)
     gen.add_argument("--first-key", type=_int_from(0, MAX_FIRST_KEY), default=0)
     gen.add_argument(
-        "--changes-of", type=Path, metavar="BASE_DIR", help="write a change set of this base set"
+        "--changes-of", type=_folder, metavar="BASE_DIR", help="write a change set of this base set"
     )
     gen.add_argument("--update-ratio", type=_within(Settings, "update_ratio"), default=0.2)
     gen.add_argument("--insert-ratio", type=_within(Settings, "insert_ratio"), default=0.1)

@@ -83,12 +83,14 @@ class Settings(BaseSettings):
     batch_rows: int = Field(
         10_000, gt=0, le=MAX_BATCH_ROWS, description="rows per batch handed to the writer"
     )
-    sample_interval_s: float = Field(0.05, gt=0, le=60, description="memory timeline sampling period")
+    sample_interval_s: float = Field(
+        0.05, gt=0, le=60, allow_inf_nan=False, description="memory timeline sampling period"
+    )
     timeline_points: int = Field(
         400, gt=10, le=1_000_000, description="samples kept per run after downsampling"
     )
     keep_warehouse: bool = Field(False, description="keep each run's warehouse for inspection")
-    worker_timeout_s: float = Field(1800.0, gt=0, le=MAX_TIMEOUT_S)
+    worker_timeout_s: float = Field(1800.0, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
     # Options of the plug-ins' engines, validated against the plug-ins' option models by their users.
     engines: EngineTables = Field(
         {}, description="options per engine, e.g. {spark = {master = ...}} ([engines.<engine>] tables)"
@@ -107,8 +109,8 @@ class Settings(BaseSettings):
     scan_cost: bool = Field(
         True, description="after each write, time a full and a selective scan of the table (one fixed reader)"
     )
-    update_ratio: float = Field(0.2, ge=0, le=1)
-    insert_ratio: float = Field(0.1, ge=0, le=10)
+    update_ratio: float = Field(0.2, ge=0, le=1, allow_inf_nan=False)
+    insert_ratio: float = Field(0.1, ge=0, le=10, allow_inf_nan=False)
 
     @field_validator("*", mode="before")
     @classmethod

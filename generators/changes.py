@@ -87,6 +87,8 @@ def generate_changes(
         )
     base_dir, out = Path(base_dir), Path(out)
     base = _load_base(base_dir)
+    if problem := base.file_mismatch(base_dir):  # its rows would be read to sample the updates
+        raise ManifestError(f"base set {base_dir} does not match its manifest: {problem}")
     first_insert_key = max(high for _, high in base.key_ranges) + 1
     inserts = _insert_count(base, insert_ratio)
     units = _update_units(base, base_dir, update_ratio) + _insert_units(base, first_insert_key, inserts)

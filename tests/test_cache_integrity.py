@@ -9,8 +9,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from generators.changes import generate_changes
 from generators.datasets import DataCache, data_set
-from generators.manifest import MANIFEST_FILE, DatasetManifest
+from generators.manifest import MANIFEST_FILE, DatasetManifest, ManifestError
 from generators.presets import get_preset
 from harness.base.errors import IcebenchWarning, SourceError
 from harness.base.results import read_runs
@@ -110,3 +111,12 @@ def test_the_next_run_on_a_corrupted_cache_judges_the_writer_on_the_true_data(
     (record,) = read_runs(newest_results_folder(tmp_path / "results"))
     assert record.verdict is not None and record.verdict.passed, record.verdict
     assert DatasetManifest.load(victim.parent).file_mismatch(victim.parent) is None
+
+
+def test_a_change_set_is_never_made_of_a_base_that_changed(cache: DataCache, tmp_path: Path):
+    base = cache.ensure(TINY, ["base"])["base"]
+    copy = tmp_path / "base"
+    shutil.copytree(base.directory, copy)
+    flip_middle(copy / "part-00000.parquet")
+    with pytest.raises(ManifestError, match=r"part-00000\.parquet has CRC-32"):
+        generate_changes(copy, tmp_path / "changes", seed=1)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -47,12 +47,14 @@ MAX_TIMEOUT_S = 7 * 86_400  # a week; threading's timers refuse far larger (and 
 MAX_BATCH_ROWS = 2**31 - 1
 
 
+# A release as PEP 440 writes it, in its usual forms: 0.12.0, 1.31, 2.0rc1, 1.0.post1, 3.1.dev2.
+_VERSION = re.compile(r"[0-9]+(\.[0-9]+)*((a|b|rc)[0-9]+)?(\.post[0-9]+)?(\.dev[0-9]+)?")
+
+
 def check_version(text: str) -> str:
-    """A library version as pip takes it (0.12.0, 1.31); whether it exists is pip's to say."""
-    try:
-        Version(text)
-    except InvalidVersion:
-        raise ValueError(f"not a version: {text!r}") from None
+    """A library version as pip takes it; whether it exists is pip's to say."""
+    if not _VERSION.fullmatch(text):
+        raise ValueError(f"not a version: {text!r} (e.g. 0.12.0)")
     return text
 
 

@@ -4,6 +4,7 @@ flag or the value, no traceback, no traceback file. In process, and stopped befo
 a value that got that far was accepted."""
 
 import argparse
+import functools
 import re
 import tempfile
 from collections.abc import Iterator
@@ -42,6 +43,9 @@ VALID: dict[tuple[str, str], dict[str, str]] = {
 }
 
 
+PARSER = functools.cache(cli.build_parser)
+
+
 class Reached(BaseException):
     """The command got past its checks to real work: every value was accepted."""
 
@@ -65,12 +69,17 @@ def value_arguments(parser: argparse.ArgumentParser) -> list[argparse.Action]:
     return [action for action in parser._actions if action.nargs != 0 and action.dest != "help"]
 
 
+def argument_name(action: argparse.Action) -> str:
+    """A flag (its long form), or a positional argument's metavar."""
+    return action.option_strings[-1] if action.option_strings else str(action.metavar or action.dest)
+
+
 def cases() -> list[tuple[str, str]]:
-    found = []
-    for command, parser in commands(cli.build_parser()):
-        found += [(command, action.option_strings[-1] if action.option_strings else action.metavar)
-                  for action in value_arguments(parser)]  # fmt: skip
-    return found
+    return [
+        (command, argument_name(action))
+        for command, parser in commands(cli.build_parser())
+        for action in value_arguments(parser)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +117,7 @@ def valid_command(command: str, places: dict[str, Path]) -> tuple[list[str], dic
 
 def command_line(command: str, places: dict[str, Path], argument: str | None, value: str) -> list[str]:
     base, positionals = valid_command(command, places)
-    if argument in positionals:
+    if argument is not None and not argument.startswith("-"):  # a positional argument
         positionals = {**positionals, argument: [value]}
     elif argument is not None:
         base += [argument, value]
@@ -121,6 +130,7 @@ def stopped(monkeypatch, tmp_path, cli_settings) -> Path:
     for name in ("_session", "generate_base", "generate_changes", "generate_base_on_spark", "screenshot"):
         monkeypatch.setattr(cli, name, _stop)
     monkeypatch.setattr(cleanup, "remove", _stop)
+    monkeypatch.setattr(cli, "build_parser", PARSER)  # parsing leaves a parser as it was: build it once
     monkeypatch.chdir(tmp_path)
     kept = tmp_path / "tmp"
     kept.mkdir()

@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+import generators.manifest
 from generators.changes import generate_changes
 from generators.datasets import DataCache, data_set
 from generators.manifest import MANIFEST_FILE, DatasetManifest, ManifestError
@@ -45,6 +46,7 @@ def cache(tmp_path: Path) -> DataCache:
 @pytest.mark.parametrize(("damage", "says"), [(flip_middle, "CRC-32"), (fewer_rows, "bytes")])
 def test_a_changed_cached_file_is_named_and_generated_again(cache: DataCache, damage, says):
     fresh = cache.ensure(TINY, ["base", "base-corrupt-page"])
+    cache.ensure(TINY, ["base", "base-corrupt-page"])  # checked: the files' state is recorded
     victim = fresh["base"].directory / "part-00000.parquet"
     damage(victim)  # also the damaged copy's file: it is a hard link of the base's
     with pytest.warns(IcebenchWarning) as warned:
@@ -120,3 +122,18 @@ def test_a_change_set_is_never_made_of_a_base_that_changed(cache: DataCache, tmp
     flip_middle(copy / "part-00000.parquet")
     with pytest.raises(ManifestError, match=r"part-00000\.parquet has CRC-32"):
         generate_changes(copy, tmp_path / "changes", seed=1)
+
+
+def test_a_file_checked_before_and_not_written_since_is_not_read_again(cache: DataCache, monkeypatch):
+    base = cache.ensure(TINY, ["base"])["base"]
+    assert base.manifest.file_mismatch(base.directory) is None
+    read: list[Path] = []
+    crc32 = generators.manifest.file_crc32
+    monkeypatch.setattr(generators.manifest, "file_crc32", lambda path: read.append(path) or crc32(path))
+    assert base.manifest.file_mismatch(base.directory) is None
+    assert read == []
+    victim = base.directory / "part-00001.parquet"
+    flip_middle(victim)
+    flip_middle(victim)  # written twice: the same bytes, but read again
+    assert base.manifest.file_mismatch(base.directory) is None
+    assert read == [victim]

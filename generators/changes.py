@@ -17,6 +17,7 @@ from generators.manifest import (
     FileEntry,
     KeyRange,
     ManifestError,
+    file_entry,
     merge_key_ranges,
     part_name,
     prepare_dataset_dir,
@@ -86,6 +87,8 @@ def generate_changes(
         )
     base_dir, out = Path(base_dir), Path(out)
     base = _load_base(base_dir)
+    if problem := base.file_mismatch(base_dir):  # its rows would be read to sample the updates
+        raise ManifestError(f"base set {base_dir} does not match its manifest: {problem}")
     first_insert_key = max(high for _, high in base.key_ranges) + 1
     inserts = _insert_count(base, insert_ratio)
     units = _update_units(base, base_dir, update_ratio) + _insert_units(base, first_insert_key, inserts)
@@ -192,7 +195,7 @@ def _write_change_file(task: _ChangeFile) -> _ChangeFileResult:
                 keys = np.arange(unit.first_key, unit.first_key + unit.rows, dtype=np.int64)
             key_ranges += _key_ranges(keys)
             write_row_group(writer, build_batch(task.schema, keys, rng), written)
-    entry = FileEntry(name=task.path.name, rows=written.rows, bytes=task.path.stat().st_size)
+    entry = file_entry(task.path, written.rows)
     return _ChangeFileResult(entry, written, replaced, key_ranges)
 
 

@@ -15,11 +15,11 @@ from typing import cast
 
 from generators.changes import change_rows, generate_changes
 from generators.checksum import CHECKSUM_VERSION
-from generators.faults import DAMAGES, Damage, damaged_copy
+from generators.faults import DAMAGES, Damage, damaged_copy, intact_files
 from generators.manifest import MANIFEST_FILE, DatasetManifest, ManifestError
 from generators.presets import Preset
 from generators.wide import generate_base
-from harness.base.errors import SourceError, close_match
+from harness.base.errors import SourceError, close_match, warn
 
 # Base-like sets of their own seed whose keys follow each other's: base 0..rows-1, replacement
 # rows..2*rows-1, `disjoint-N` N*rows..; the change set's new keys start at rows, so from
@@ -100,9 +100,11 @@ class DataCache:
         sets: DataSets = {}
         for name in sorted(wanted, key=generation_order):
             directory = self._set_folder(preset, name)
-            if not self._usable(directory):
+            if self._unusable(name, directory) is not None:
                 with _generation_lock(directory):  # another invocation may be making the same set
-                    if not self._usable(directory):
+                    if (why := self._unusable(name, directory)) is not None:
+                        if why:
+                            warn(f"cached data set {name}: {why}; generating it again")
                         shutil.rmtree(directory, ignore_errors=True)
                         self._generate(preset, name, directory, sets, progress)
             sets[name] = DataSet(directory, DatasetManifest.load(directory))
@@ -160,16 +162,24 @@ class DataCache:
         )
 
     @staticmethod
-    def _usable(directory: Path) -> bool:
-        """A complete set of this checksum version. One whose checksums another algorithm
-        computed is made again (same seed, same rows, new checksums): the oracle could not verify
-        against them."""
+    def _unusable(name: str, directory: Path) -> str | None:
+        """None for a complete set of this checksum version whose files are those its manifest
+        lists (size, footer rows, CRC-32); else why not: a file that changed since it was
+        generated, or "" to make it again in silence (absent, half-written, another checksum
+        version's or from before CRC-32s were recorded: the oracle could not verify against it)."""
         if not (directory / MANIFEST_FILE).exists():
-            return False
+            return ""
         try:
-            return DatasetManifest.load(directory).checksum_version == CHECKSUM_VERSION
+            manifest = DatasetManifest.load(directory)
         except ManifestError:
-            return False
+            return ""
+        if manifest.checksum_version != CHECKSUM_VERSION:
+            return ""
+        # A damaged copy's broken file differs on purpose; its others are the base set's.
+        entries = intact_files(manifest) if name in DAMAGED_SETS else manifest.files
+        if any(entry.crc32 is None for entry in entries):
+            return ""
+        return manifest.file_mismatch(directory, entries)
 
     def _key_block(self, name: str) -> int | None:
         """Which block of `rows` keys a base-like set starts at; None for a change set. A round's
@@ -215,4 +225,6 @@ def data_set(directory: Path) -> DataSet:
         manifest = DatasetManifest.load(directory).require_checksum_version(directory, CHECKSUM_VERSION)
     except ManifestError as exc:
         raise SourceError(str(exc)) from None
+    if problem := manifest.file_mismatch(directory):
+        raise SourceError(f"source set {directory} does not match its manifest: {problem}; regenerate it")
     return DataSet(directory.resolve(), manifest)

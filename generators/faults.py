@@ -13,7 +13,7 @@ from typing import Literal
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from generators.manifest import MANIFEST_FILE, DatasetManifest, prepare_dataset_dir
+from generators.manifest import MANIFEST_FILE, DatasetManifest, FileEntry, prepare_dataset_dir
 
 Damage = Literal["corrupt-page", "wrong-schema", "empty-file"]
 DAMAGES: tuple[Damage, ...] = ("corrupt-page", "wrong-schema", "empty-file")
@@ -24,7 +24,7 @@ def damaged_copy(source: Path, out: Path, damage: Damage) -> DatasetManifest:
     """Copies the set in `source` to `out` with its middle file (by order) damaged."""
     manifest = DatasetManifest.load(source)
     prepare_dataset_dir(out)
-    victim = len(manifest.files) // 2
+    victim = _victim(manifest)
     for index, path in enumerate(manifest.file_paths(source)):
         target = out / path.name
         if index == victim:
@@ -33,6 +33,15 @@ def damaged_copy(source: Path, out: Path, damage: Damage) -> DatasetManifest:
             _link_or_copy(path, target)
     shutil.copyfile(source / MANIFEST_FILE, out / MANIFEST_FILE)
     return manifest
+
+
+def _victim(manifest: DatasetManifest) -> int:
+    return len(manifest.files) // 2
+
+
+def intact_files(manifest: DatasetManifest) -> list[FileEntry]:
+    """The files of a damaged copy that are the original's (what its manifest can verify)."""
+    return [entry for index, entry in enumerate(manifest.files) if index != _victim(manifest)]
 
 
 def _corrupt_pages(path: Path, target: Path) -> None:

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import json
+import os
+import zlib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal, Self
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from generators.schema import KEY_COLUMN
 
 MANIFEST_FILE = "manifest.json"
+# The files whose CRC-32 matched, as they stood then (file_mismatch): those unchanged since are
+# not read again.
+VERIFIED_FILE = ".verified.json"
+_READ_CHUNK = 8 * 2**20
 KeyRange = tuple[int, int]  # inclusive
 
 
@@ -31,6 +40,64 @@ class FileEntry(_Model):
     name: str
     rows: int
     bytes: int
+    # CRC-32 of the whole file, to find a file changed since it was generated. Not a defence
+    # against forgery: whoever edits a file can edit this manifest.
+    crc32: str | None = None
+
+
+def file_crc32(path: Path) -> str:
+    crc = 0
+    buffer = bytearray(_READ_CHUNK)
+    view = memoryview(buffer)
+    with open(path, "rb", buffering=0) as handle:
+        while read := handle.readinto(buffer):
+            crc = zlib.crc32(view[:read], crc)  # releases the GIL: files are checked in threads
+    return f"{crc:08x}"
+
+
+def file_entry(path: Path, rows: int) -> FileEntry:
+    """What a manifest records of a file just written: its rows, size and CRC-32."""
+    return FileEntry(name=path.name, rows=rows, bytes=path.stat().st_size, crc32=file_crc32(path))
+
+
+def _file_state(path: Path, entry: FileEntry) -> list[int | str]:
+    """What changes whenever the file is written or replaced through the file system (a ctime
+    cannot be set back), with the CRC-32 it was checked against."""
+    stat = path.stat()
+    return [entry.crc32 or "", stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns]
+
+
+def _read_verified(directory: Path) -> dict[str, object]:
+    try:
+        found = json.loads((directory / VERIFIED_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _write_verified(directory: Path, verified: dict[str, object]) -> None:
+    """Best effort (a read-only or full folder): without it the files are only read again."""
+    staging = directory / f"{VERIFIED_FILE}.{os.getpid()}"
+    try:
+        staging.write_text(json.dumps(verified))
+        staging.replace(directory / VERIFIED_FILE)
+    except OSError:
+        staging.unlink(missing_ok=True)
+
+
+def _cheap_mismatch(path: Path, entry: FileEntry) -> str | None:
+    """Existence, size and the footer's row count, before any byte of data is read."""
+    if not path.is_file():
+        return f"{path} is missing"
+    if (size := path.stat().st_size) != entry.bytes:
+        return f"{path} has {size} bytes, its manifest says {entry.bytes}"
+    try:
+        rows = pq.read_metadata(path).num_rows
+    except (OSError, pa.ArrowException) as exc:
+        return f"{path} has no readable parquet footer ({str(exc).splitlines()[0] if str(exc) else exc})"
+    if rows != entry.rows:
+        return f"{path} holds {rows} rows, its manifest says {entry.rows}"
+    return None
 
 
 class Expected(_Model):
@@ -79,6 +146,36 @@ class DatasetManifest(_Model):
             )
         return self
 
+    def file_mismatch(self, directory: Path, entries: list[FileEntry] | None = None) -> str | None:
+        """The first of `entries` (default: every file) whose size, footer rows or CRC-32 differ
+        from this manifest's, as `PATH ...`; None when all match. A manifest from before CRC-32s
+        were recorded cannot be verified: that is a mismatch too. A file whose CRC-32 matched
+        before and that was not written since (VERIFIED_FILE) is not read again."""
+        directory = Path(directory)
+        entries = self.files if entries is None else entries
+        if unrecorded := [entry.name for entry in entries if entry.crc32 is None]:
+            return f"{directory / unrecorded[0]} has no CRC-32 in its manifest (an older set)"
+        for entry in entries:
+            if problem := _cheap_mismatch(directory / entry.name, entry):
+                return problem
+        verified = _read_verified(directory)
+        unchecked = [
+            (directory / entry.name, entry)
+            for entry in entries
+            if verified.get(entry.name) != _file_state(directory / entry.name, entry)
+        ]
+        if not unchecked:
+            return None
+        with ThreadPoolExecutor(min(len(unchecked), os.cpu_count() or 1)) as pool:
+            found = list(pool.map(file_crc32, [path for path, _ in unchecked]))
+        for (path, entry), crc in zip(unchecked, found, strict=True):
+            if crc != entry.crc32:
+                return f"{path} has CRC-32 {crc}, its manifest says {entry.crc32} (changed since generated)"
+        _write_verified(
+            directory, verified | {entry.name: _file_state(path, entry) for path, entry in unchecked}
+        )
+        return None
+
     def field_names(self) -> list[str]:
         return [field.name for field in self.schema_fields]
 
@@ -117,6 +214,7 @@ def prepare_dataset_dir(directory: Path) -> None:
     set never looks complete."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / MANIFEST_FILE).unlink(missing_ok=True)
+    (directory / VERIFIED_FILE).unlink(missing_ok=True)
     for stale in directory.glob("part-*.parquet"):
         stale.unlink()
 

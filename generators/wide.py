@@ -16,6 +16,7 @@ from generators.checksum import CHECKSUM_VERSION, Checksum
 from generators.manifest import (
     DatasetManifest,
     FileEntry,
+    file_entry,
     part_name,
     prepare_dataset_dir,
     schema_fields,
@@ -24,6 +25,11 @@ from generators.parallel import Progress, report_progress, run_tasks
 from generators.schema import COLUMN_TYPES, EVOLVED_COLUMN, KEY_COLUMN, column_tag, wide_schema
 
 ROW_GROUP_VALUE_BYTES = 48 * 2**20
+# A base set's bounds (generate's flags): keys are int64, with room above a set for the others' blocks.
+MAX_ROWS = 2**40
+MAX_COLUMNS = 10_000
+MAX_FILES = 100_000
+MAX_FIRST_KEY = 2**62
 NULL_FRACTION = 0.1
 BOOL_NULL_FRACTION = 0.02
 STRING_POOL_SIZE = 4096
@@ -167,13 +173,18 @@ def _write_base_file(task: BaseFile) -> tuple[FileEntry, Checksum]:
     with parquet_writer(task.path, wide_schema(task.columns)) as writer:
         for batch in base_batches(task):
             write_row_group(writer, batch, checksum)
-    return FileEntry(name=task.path.name, rows=task.rows, bytes=task.path.stat().st_size), checksum
+    return file_entry(task.path, task.rows), checksum
 
 
 def plan_base(out: Path, *, rows: int, columns: int, files: int, seed: int, first_key: int) -> list[BaseFile]:
     """Checks the arguments, empties `out` and splits the keys into one task per file."""
-    if not 1 <= files <= rows:
-        raise ValueError(f"need 1 <= files <= rows, got files={files}, rows={rows}")
+    if not 1 <= files <= min(rows, MAX_FILES) or rows > MAX_ROWS or columns > MAX_COLUMNS:
+        raise ValueError(
+            f"need 1 <= files <= rows <= {MAX_ROWS}, files <= {MAX_FILES}, columns <= {MAX_COLUMNS}; "
+            f"got files={files}, rows={rows}, columns={columns}"
+        )
+    if not 0 <= first_key <= MAX_FIRST_KEY:
+        raise ValueError(f"first_key must be from 0 to {MAX_FIRST_KEY}, got {first_key}")
     if seed < 0:
         raise ValueError(f"seed must be >= 0, got {seed}")
     wide_schema(columns)  # validates the column count

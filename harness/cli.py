@@ -8,14 +8,15 @@ import argparse
 import os
 import sys
 import textwrap
+import typing
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from rich.console import Console, RenderableType
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -26,15 +27,23 @@ from generators.checksum import short_form
 from generators.datasets import data_set
 from generators.manifest import DatasetManifest
 from generators.presets import PRESETS, get_preset
-from generators.wide import generate_base
+from generators.wide import MAX_COLUMNS, MAX_FILES, MAX_FIRST_KEY, MAX_ROWS, generate_base
 from harness.base.caps import ISOLATIONS, check_cap_fits, format_size, parse_size, resolve_isolation
-from harness.base.errors import IcebenchError, IcebenchWarning, failure_line, warn
+from harness.base.errors import IcebenchError, IcebenchWarning, failure_line, first_error, warn
 from harness.base.ownership import owned
 from harness.base.redaction import redact
 from harness.base.results import ResultsStore, environment, read_runs, version_text
-from harness.base.settings import BOX_ENV, EngineTables, Settings, check_engines, load_settings
+from harness.base.settings import (
+    BOX_ENV,
+    EngineTables,
+    Settings,
+    check_engines,
+    check_version,
+    load_settings,
+    read_toml,
+)
 from harness.base.signals import terminates_like_ctrl_c
-from harness.engines.spark import SparkOptions
+from harness.engines.spark import SparkOptions, check_spark_master
 from harness.engines.spark_generate import generate_base_on_spark
 from harness.engines.verifiers import get_verifier, verifier_names, verifiers
 from harness.engines.writers import get_writer, writers
@@ -50,7 +59,7 @@ from harness.run.matrix import (
     prepare_data,
     run_matrix,
 )
-from harness.run.rounds import load_rounds_config, run_rounds
+from harness.run.rounds import RoundsConfig, load_rounds_config, run_rounds
 from harness.run.runner import Runner, RunPlan
 from harness.services import cleanup
 from harness.services.envs import variants
@@ -195,6 +204,98 @@ def _print_results(records: list[RunRecord], title: str) -> None:
     show(*rounds_tables(records))
 
 
+class UsageError(IcebenchError):
+    """A flag or argument argparse refused: one line naming it, exit 2."""
+
+
+def _not_empty(convert: Callable[[str], Any]) -> Callable[[str], Any]:
+    """`convert`, after refusing an empty or blank value (which would otherwise mean the default,
+    or the current folder for a path)."""
+
+    def parse(text: str) -> Any:
+        if not text.strip():
+            raise argparse.ArgumentTypeError("must not be empty")
+        return convert(text)
+
+    parse.__name__ = getattr(convert, "__name__", "value")  # argparse's "invalid <name> value"
+    return parse
+
+
+def _within(model: type[BaseModel], field: str) -> Callable[[str], Any]:
+    """A flag's value checked against the range of `model`'s field (Settings, MatrixConfig...):
+    one range for the flag, the environment and the config file."""
+    info = model.model_fields[field]
+    adapter: TypeAdapter[Any] = TypeAdapter(Annotated[info.annotation, *info.metadata])
+
+    def parse(text: str) -> Any:
+        try:
+            return adapter.validate_python(text)
+        except ValidationError as exc:
+            raise argparse.ArgumentTypeError(f"{exc.errors()[0]['msg']} (got {text!r})") from None
+
+    return parse
+
+
+def _int_from(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high} (got {text})")
+        return value
+
+    return parse
+
+
+def _names(text: str) -> list[str]:
+    """`a,b`: at least one name (an empty list would silently mean every one)."""
+    names = comma_list(text)
+    if not names:
+        raise argparse.ArgumentTypeError(f"no name in {text!r}")
+    return names
+
+
+def _versions(text: str) -> list[str]:
+    try:
+        return [check_version(version) for version in _names(text)]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _size(text: str) -> str:
+    try:
+        parse_size(text)
+    except IcebenchError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _spark_master(text: str) -> str:
+    try:
+        return check_spark_master(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _folder(text: str) -> Path:
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} does not exist or is not a folder")
+    return path
+
+
+def _config_file(text: str) -> Path:
+    """A TOML file that exists and reads, checked even where the command would not open it."""
+    path = Path(text)
+    try:
+        read_toml(path)
+    except IcebenchError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return path
+
+
 def _comma_ints(text: str) -> list[int]:
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
@@ -206,11 +307,14 @@ def _comma_ints(text: str) -> list[int]:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", type=Path, help="TOML file with [settings] (and [matrix]) tables")
-    parser.add_argument("--memory", help="memory cap per worker, e.g. 512m, 2g (default from settings: 2g)")
+    parser.add_argument("--config", type=_config_file, help="TOML file with [settings] (and [matrix]) tables")
+    parser.add_argument(
+        "--memory", type=_size, help="memory cap per worker, e.g. 512m, 2g (default from settings: 2g)"
+    )
     parser.add_argument(
         "--harness-memory",
         metavar="SIZE",
+        type=_size,
         help="put the harness itself in a cgroup of SIZE, its workers nested inside (as in one container)",
     )
     parser.add_argument(
@@ -219,12 +323,20 @@ def _common(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="accept a cap above the machine's memory (the kernel then never enforces it)",
     )
+    parser.add_argument(
+        "--allow-memory-above-box",
+        action="store_true",
+        default=None,
+        help="accept a --memory above --harness-memory (the box, not the worker's cap, then ends a worker)",
+    )
     parser.add_argument("--isolation", choices=ISOLATIONS)
     parser.add_argument("--stack", help=f"where tables live: {', '.join(stacks())} (default: embedded)")
-    parser.add_argument("--batch-rows", type=int, help="rows per batch handed to the writer")
+    parser.add_argument(
+        "--batch-rows", type=_within(Settings, "batch_rows"), help="rows per batch handed to the writer"
+    )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=_within(Settings, "worker_timeout_s"),
         metavar="SECONDS",
         help="per-run worker time limit: a slower worker is killed and recorded as timed out (default 1800)",
     )
@@ -232,6 +344,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
             f"--{library}",
             metavar="VERSIONS",
+            type=_versions,
             help=f"run the workers with each of these {library} versions (comma-separated), in turn",
         )
     parser.add_argument(
@@ -247,6 +360,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--spark-master",
         metavar="URL",
+        type=_spark_master,
         help="Spark master, e.g. spark://host:7077 (default local[*]; [engines.spark] master)",
     )
     parser.add_argument("--results", type=Path, help="results root folder (default: results)")
@@ -296,11 +410,20 @@ class HelpFormatter(argparse.HelpFormatter):
 
 
 class Parser(argparse.ArgumentParser):
-    """The parser of icebench and of each of its commands (add_subparsers makes them of this type)."""
+    """The parser of icebench and of each of its commands (add_subparsers makes them of this type):
+    no flag takes an empty value, and a refused one is one line naming it."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        if kwargs.get("action", "store") == "store" and kwargs.get("nargs") != 0 and "choices" not in kwargs:
+            kwargs["type"] = _not_empty(kwargs.get("type", str))
+        return super().add_argument(*args, **kwargs)
+
+    def error(self, message: str) -> typing.NoReturn:
+        raise UsageError(f"{message} (see {self.prog} --help)")
 
 
 def one_of(names: Iterable[str]) -> str:
@@ -323,13 +446,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--scenario", required=True, help=one_of(scenarios()))
     run.add_argument("--writer", required=True, help=one_of(writers()))
     run.add_argument("--preset", default="tiny", help=f"{one_of(PRESETS)} (default tiny)")
-    run.add_argument("--source", type=Path, help="generated set to feed the writer instead of the preset's")
-    run.add_argument("--base", type=Path, help="generated set the table holds before (replace, upsert)")
+    run.add_argument(
+        "--source", type=_folder, help="generated set to feed the writer instead of the preset's"
+    )
+    run.add_argument("--base", type=_folder, help="generated set the table holds before (replace, upsert)")
     _common(run)
 
     report = commands.add_parser("report", help="report.html + report.md with plots, next to the results")
     report.add_argument("results_dir", type=Path, nargs="?", metavar="RESULTS_DIR", help="default: newest")
-    report.add_argument("--config", type=Path, help="TOML file with [settings] (results_dir)")
+    report.add_argument("--config", type=_config_file, help="TOML file with [settings] (results_dir)")
     report.add_argument(
         "--screenshot", type=Path, metavar="PNG",
         help="also render report.html in headless Chromium (make browser) to this PNG, 1280 px wide",
@@ -337,7 +462,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     summary = commands.add_parser("summary", help="print the verdict and summary tables of a results folder")
     summary.add_argument("results_dir", type=Path, nargs="?", metavar="RESULTS_DIR", help="default: newest")
-    summary.add_argument("--config", type=Path, help="TOML file with [settings] (results_dir)")
+    summary.add_argument("--config", type=_config_file, help="TOML file with [settings] (results_dir)")
     summary.add_argument("--markdown", action="store_true", help="a Markdown table instead")
 
     clean = commands.add_parser("clean", help="remove the caches icebench made (data sets, environments)")
@@ -345,7 +470,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--all", action="store_true", help="also those outside the checkout (~/.cache, /var/tmp)"
     )
     clean.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
-    clean.add_argument("--config", type=Path, help="TOML file with [settings] (data_dir)")
+    clean.add_argument("--config", type=_config_file, help="TOML file with [settings] (data_dir)")
 
     commands.add_parser("writers", help="list writer backends and the operations they support")
     commands.add_parser("scenarios", help="list scenarios")
@@ -358,16 +483,16 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_generate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     gen = commands.add_parser("generate", help="write a deterministic parquet set or an upsert change set")
     gen.add_argument("--preset", help=f"one of {', '.join(PRESETS)}")
-    gen.add_argument("--rows", type=int)
-    gen.add_argument("--columns", type=int)
-    gen.add_argument("--files", type=int)
-    gen.add_argument("--seed", type=int, default=42)
-    gen.add_argument("--first-key", type=int, default=0)
+    gen.add_argument("--rows", type=_int_from(1, MAX_ROWS))
+    gen.add_argument("--columns", type=_int_from(2, MAX_COLUMNS))
+    gen.add_argument("--files", type=_int_from(1, MAX_FILES), help="at most --rows")
+    gen.add_argument("--seed", type=_within(Settings, "seed"), default=42)
+    gen.add_argument("--first-key", type=_int_from(0, MAX_FIRST_KEY), default=0)
     gen.add_argument(
-        "--changes-of", type=Path, metavar="BASE_DIR", help="write a change set of this base set"
+        "--changes-of", type=_folder, metavar="BASE_DIR", help="write a change set of this base set"
     )
-    gen.add_argument("--update-ratio", type=float, default=0.2)
-    gen.add_argument("--insert-ratio", type=float, default=0.1)
+    gen.add_argument("--update-ratio", type=_within(Settings, "update_ratio"), default=0.2)
+    gen.add_argument("--insert-ratio", type=_within(Settings, "insert_ratio"), default=0.1)
     gen.add_argument("--evolved", action="store_true", help="change rows carry an extra column")
     gen.add_argument("--out", type=Path, required=True)
     gen.add_argument(
@@ -376,23 +501,35 @@ def _add_generate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
         default="pyarrow",
         help="who writes the files (same content)",
     )
-    gen.add_argument("--spark-master", metavar="URL", help="--engine spark: local[*] (default) or a cluster")
-    gen.add_argument("--memory", help="--engine spark: the driver's memory budget (heap 60%%), e.g. 4g")
-    gen.add_argument("--config", type=Path, help="TOML file with a [settings] table")
+    gen.add_argument(
+        "--spark-master", metavar="URL", type=_spark_master,
+        help="--engine spark: local[*] (default) or a cluster",
+    )  # fmt: skip
+    gen.add_argument(
+        "--memory", type=_size, help="--engine spark: the driver's memory budget (heap 60%%), e.g. 4g"
+    )
+    gen.add_argument("--config", type=_config_file, help="TOML file with a [settings] table")
 
 
 def _add_matrix_and_scale(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     matrix = commands.add_parser("matrix", help="every scenario x writer (x preset), with a summary table")
-    matrix.add_argument("--preset", help=f"comma-separated presets, {one_of(PRESETS)} (default: small)")
+    matrix.add_argument(
+        "--preset", type=_names, help=f"comma-separated presets, {one_of(PRESETS)} (default: small)"
+    )
     matrix.add_argument(
         "--scenarios",
+        type=_names,
         help=f"comma-separated, {one_of(scenarios())} (default: {', '.join(default_scenarios())})",
     )
     unnamed = [name for name in writers() if name not in default_writers()]
     matrix.add_argument(
-        "--writers", help=f"comma-separated, {one_of(writers())} (default: all but {', '.join(unnamed)})"
+        "--writers",
+        type=_names,
+        help=f"comma-separated, {one_of(writers())} (default: all but {', '.join(unnamed)})",
     )
-    matrix.add_argument("--repeat", type=int, help="runs of each pair, for medians (default: 1)")
+    matrix.add_argument(
+        "--repeat", type=_within(MatrixConfig, "repeat"), help="runs of each pair, for medians (default: 1)"
+    )
     matrix.add_argument(
         "--batches",
         type=_comma_ints,
@@ -402,6 +539,7 @@ def _add_matrix_and_scale(commands: argparse._SubParsersAction[argparse.Argument
     matrix.add_argument(
         "--scale",
         metavar="WRITERS",
+        type=_names,
         help="the writers on the scale axis (default: the matrix's; alone, over 50,100,200 batches)",
     )
     matrix.add_argument("--report", action="store_true", help="end by writing report.html / report.md")
@@ -411,7 +549,10 @@ def _add_matrix_and_scale(commands: argparse._SubParsersAction[argparse.Argument
         "scale", help="commit-cost growth: the same batch size at several batch counts"
     )
     scale.add_argument(
-        "--writer", required=True, help=f"a writer, or several comma-separated, {one_of(writers())}"
+        "--writer",
+        required=True,
+        type=_names,
+        help=f"a writer, or several comma-separated, {one_of(writers())}",
     )
     scale.add_argument("--scenario", default="append", help="an append-like scenario (default append)")
     scale.add_argument("--preset", default="small", help=f"{one_of(PRESETS)} (default small)")
@@ -423,9 +564,15 @@ def _add_matrix_and_scale(commands: argparse._SubParsersAction[argparse.Argument
         "rounds", help="longevity: N rounds of append/upsert/replace on a table each writer wrote itself"
     )
     rounds.add_argument("--preset", help=f"{one_of(PRESETS)} (default: small, [rounds] preset)")
-    rounds.add_argument("--writers", help=f"comma-separated, {one_of(writers())} ([rounds] writers)")
-    rounds.add_argument("--rounds", type=int, help="how many rounds (default 5)")
-    rounds.add_argument("--phases", help=f"comma-separated, in a round's order (default {','.join(PHASES)})")
+    rounds.add_argument(
+        "--writers", type=_names, help=f"comma-separated, {one_of(writers())} ([rounds] writers)"
+    )
+    rounds.add_argument(
+        "--rounds", type=_within(RoundsConfig, "rounds"), help="how many rounds (default 5, 2 to 100)"
+    )
+    rounds.add_argument(
+        "--phases", type=_names, help=f"comma-separated, in a round's order (default {','.join(PHASES)})"
+    )
     rounds.add_argument("--report", action="store_true", help="end by writing report.html / report.md")
     _common(rounds)
 
@@ -451,7 +598,9 @@ def _add_baseline_compare_gate(commands: argparse._SubParsersAction[argparse.Arg
         help="default: the newest folder under the results root",
     )
     gate_parser.add_argument("--baseline", type=Path, required=True, help="a file `baseline save` wrote")
-    gate_parser.add_argument("--config", type=Path, help="TOML file with a [gate] table of thresholds")
+    gate_parser.add_argument(
+        "--config", type=_config_file, help="TOML file with a [gate] table of thresholds"
+    )
     gate_parser.add_argument("--results", type=Path, help="results root folder (default: results)")
     gate_parser.add_argument("--markdown", action="store_true", help="a Markdown table instead")
 
@@ -462,6 +611,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         memory=args.memory,
         harness_memory=args.harness_memory,
         allow_overcommit=args.allow_overcommit,
+        allow_memory_above_box=args.allow_memory_above_box,
         isolation=args.isolation,
         stack=args.stack,
         batch_rows=args.batch_rows,
@@ -469,9 +619,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         verify_with=args.verify_with,
         profile=args.profile,
         library_versions={
-            library: comma_list(getattr(args, library))
-            for library in VERSIONED_LIBRARIES
-            if getattr(args, library)
+            library: getattr(args, library) for library in VERSIONED_LIBRARIES if getattr(args, library)
         }
         or None,
         engines=_engine_flags(args),
@@ -485,6 +633,7 @@ def _settings(args: argparse.Namespace) -> Settings:
     check_cap_fits(settings.memory, "memory cap", settings.allow_overcommit)
     if settings.harness_memory:
         check_cap_fits(settings.harness_memory, "harness memory", settings.allow_overcommit)
+    _check_memory_within_box(settings)
     get_stack(settings.stack)
     return settings
 
@@ -688,22 +837,30 @@ def cmd_scenarios(_: argparse.Namespace) -> None:
     show(table)
 
 
-def _with_flags(config: ConfigTable, **flags: object) -> ConfigTable:
-    """A config file's table with the flags given on the command line on top, validated again."""
-    given = {name: value for name, value in flags.items() if value}
-    return type(config).model_validate({**config.model_dump(), **given})
+def _with_flags(config: ConfigTable, flags: dict[str, tuple[str, object]]) -> ConfigTable:
+    """A config file's table with the flags given on the command line on top (field -> (flag,
+    value)), validated again: a value out of its range is one line naming the flag."""
+    given = {name: value for name, (_, value) in flags.items() if value is not None}
+    try:
+        return type(config).model_validate({**config.model_dump(), **given})
+    except ValidationError as exc:
+        field = str(exc.errors()[0]["loc"][0]) if exc.errors() and exc.errors()[0]["loc"] else ""
+        culprit = flags[field][0] if field in given else f"the config file's {field}"
+        raise IcebenchError(f"{culprit}: {first_error(exc).removeprefix(f'{field}: ')}") from None
 
 
 def cmd_matrix(args: argparse.Namespace) -> None:
     settings = _settings(args)
     config = _with_flags(
         load_matrix_config(args.config),
-        presets=args.preset,
-        scenarios=args.scenarios,
-        writers=args.writers,
-        repeat=args.repeat,
-        batches=args.batches,
-        scale_writers=args.scale,
+        {
+            "presets": ("--preset", args.preset),
+            "scenarios": ("--scenarios", args.scenarios),
+            "writers": ("--writers", args.writers),
+            "repeat": ("--repeat", args.repeat),
+            "batches": ("--batches", args.batches),
+            "scale_writers": ("--scale", args.scale),
+        },
     ).resolved()
     axis = f", {len(config.scale_writers)} writers at {config.batches} batches" if config.batches else ""
     what = (
@@ -751,7 +908,7 @@ def cmd_scale(args: argparse.Namespace) -> None:
     config = MatrixConfig(
         presets=[args.preset],
         scenarios=[args.scenario],
-        scale_writers=comma_list(args.writer),
+        scale_writers=args.writer,
         batches=args.batches,
         scale_batch_rows=args.batch_rows,  # None: the set over the largest count
         whole_set=False,
@@ -770,10 +927,12 @@ def cmd_rounds(args: argparse.Namespace) -> None:
     settings = _settings(args)
     config = _with_flags(
         load_rounds_config(args.config),
-        preset=args.preset,
-        writers=args.writers,
-        rounds=args.rounds,
-        phases=args.phases,
+        {
+            "preset": ("--preset", args.preset),
+            "writers": ("--writers", args.writers),
+            "rounds": ("--rounds", args.rounds),
+            "phases": ("--phases", args.phases),
+        },
     ).resolved()
     phases = ", ".join(config.phases)
     what = f"{len(config.writers)} writers x {config.rounds} rounds of {phases} on {config.preset}"
@@ -856,11 +1015,29 @@ def _harness_box_bytes(args: argparse.Namespace) -> int | None:
     if not hasattr(args, "harness_memory") or os.environ.get(BOX_ENV):
         return None
     settings = load_settings(
-        args.config, harness_memory=args.harness_memory, allow_overcommit=args.allow_overcommit
+        args.config,
+        memory=args.memory,
+        harness_memory=args.harness_memory,
+        allow_overcommit=args.allow_overcommit,
+        allow_memory_above_box=args.allow_memory_above_box,
     )
     if not settings.harness_memory:
         return None
+    _check_memory_within_box(settings)
     return check_cap_fits(settings.harness_memory, "harness memory", settings.allow_overcommit)
+
+
+def _check_memory_within_box(settings: Settings) -> None:
+    """A worker cap above the box's is never what ends a worker: the box fills first."""
+    if (
+        settings.harness_memory
+        and not settings.allow_memory_above_box
+        and parse_size(settings.memory) > parse_size(settings.harness_memory)
+    ):
+        raise IcebenchError(
+            f"--memory {settings.memory} is above --harness-memory {settings.harness_memory}: the box, "
+            "not the worker's cap, would end a worker (lower --memory, or pass --allow-memory-above-box)"
+        )
 
 
 PYTHON_SHOWWARNING = warnings.showwarning
@@ -878,8 +1055,8 @@ def show_warning(message: Warning | str, category: type[Warning], *args: Any, **
 def main(argv: Sequence[str] | None = None) -> int:
     warnings.showwarning = show_warning
     arguments = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(arguments)
     try:
+        args = build_parser().parse_args(arguments)
         if (box_bytes := _harness_box_bytes(args)) is not None:
             command = [sys.executable, "-m", "harness.cli", *arguments]
             return run_in_box(box_bytes, command, lambda line: print(line, file=sys.stderr))

@@ -162,6 +162,8 @@ def build_baseline(results_dirs: Sequence[Path]) -> Baseline:
 
 def save_baseline(results_dirs: list[Path], path: Path) -> Baseline:
     baseline = build_baseline(results_dirs)
+    if not baseline.runs and not baseline.scales:  # a gate against it would compare nothing
+        raise IcebenchError(f"no runs to make a baseline of in {', '.join(map(str, results_dirs))}")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(baseline.model_dump_json(indent=2) + "\n")
     return baseline

@@ -6,11 +6,11 @@ import os
 import pytest
 
 from harness.base.caps import machine_memory_bytes
-from harness.base.errors import IcebenchWarning
+from harness.base.errors import IcebenchError, IcebenchWarning
 from harness.base.redaction import redact
 from harness.base.results import ResultsStore, read_runs
 from harness.base.settings import load_settings
-from harness.cli import main
+from harness.cli import _check_memory_within_box, main
 from harness.model import Environment, RunRecord
 
 
@@ -59,6 +59,13 @@ def test_config_tables_nobody_reads(capsys, tmp_path, text, culprit):
     config = tmp_path / "icebench.toml"
     config.write_text(text)
     assert culprit in one_line_error(capsys, *RUN, "--config", str(config))
+
+
+def test_an_engine_option_out_of_its_range_in_the_config(capsys, tmp_path):
+    config = tmp_path / "icebench.toml"
+    config.write_text("[engines.spark]\nmaster = 'nowhere'\n")
+    err = one_line_error(capsys, *RUN, "--config", str(config))
+    assert "[engines.spark]: option master: Value error, not a Spark master: 'nowhere'" in err
 
 
 def test_config_that_is_a_folder(capsys, tmp_path):
@@ -160,3 +167,56 @@ def test_a_torn_last_line_is_skipped_with_a_warning(tmp_path):
     store.runs_path.write_text(f"{line}\n{line[:40]}\n{line}\n")  # not at the end: corrupt
     with pytest.raises(Exception, match="corrupt: line 2"):
         read_runs(store.folder)
+
+
+@pytest.mark.parametrize(
+    ("args", "culprit"),
+    [
+        (("matrix", "--writers", ""), "argument --writers: must not be empty"),
+        (("matrix", "--writers", ",,"), "argument --writers: no name in ',,'"),
+        (("rounds", "--rounds", "0"), "argument --rounds: Input should be greater than or equal to 2"),
+        (("generate", "--preset", "tiny", "--rows", "0", "--out", "x"), "argument --rows: must be from 1"),
+        (("scale", "--writer", ""), "argument --writer: must not be empty"),
+        (("matrix", "--repeat", "0"), "argument --repeat: Input should be greater than or equal to 1"),
+        ((*RUN, "--timeout", "1e10"), "argument --timeout: Input should be less than or equal to 604800"),
+        ((*RUN, "--timeout", "inf"), "argument --timeout"),
+        ((*RUN, "--timeout", "nan"), "argument --timeout"),
+        ((*RUN, "--results", ""), "argument --results: must not be empty"),
+        ((*RUN, "--memory", "6g", "--harness-memory", "4g"), "--memory 6g is above --harness-memory 4g"),
+    ],
+)
+def test_zero_empty_and_out_of_range_flags_are_one_line_naming_the_flag(capsys, args, culprit):
+    assert culprit in one_line_error(capsys, *args)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("ICEBENCH_RESULTS_DIR", ""),
+        ("ICEBENCH_WORKER_TIMEOUT_S", "inf"),
+        ("ICEBENCH_BATCH_ROWS", "0"),
+        ("ICEBENCH_SEED", "-1"),
+        ("ICEBENCH_HARNESS_MEMORY", " "),
+    ],
+)
+def test_the_same_ranges_hold_for_the_environment(capsys, monkeypatch, tmp_path, variable, value):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(variable, value)
+    assert f"invalid setting in the environment: {variable}" in one_line_error(capsys, *RUN)
+    assert not list(tmp_path.iterdir())  # nothing written into the current folder
+
+
+def test_a_worker_cap_above_the_box_is_taken_when_asked():
+    allowed = load_settings(None, memory="300m", harness_memory="200m", allow_memory_above_box=True)
+    _check_memory_within_box(allowed)
+    with pytest.raises(IcebenchError, match="--memory 300m is above --harness-memory 200m"):
+        _check_memory_within_box(load_settings(None, memory="300m", harness_memory="200m"))
+
+
+def test_a_baseline_of_no_runs_is_refused(capsys, tmp_path):
+    store = ResultsStore(tmp_path / "results")
+    store.write_environment(Environment())
+    store.runs_path.write_text("")
+    err = one_line_error(capsys, "baseline", "save", str(store.folder), "--out", str(tmp_path / "b.json"))
+    assert f"no runs to make a baseline of in {store.folder}" in err
+    assert not (tmp_path / "b.json").exists()

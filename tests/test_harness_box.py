@@ -37,7 +37,7 @@ def _boxes_left(pid: int) -> list[str]:
 
 def test_a_run_inside_the_box_counts_harness_and_worker_together(settings, tiny_sets):
     done, pid = _icebench(
-        "--scenario", "upsert", "--writer", "pyiceberg-table", "--memory", "1g", "--harness-memory", "900m"
+        "--scenario", "upsert", "--writer", "pyiceberg-table", "--memory", "800m", "--harness-memory", "900m"
     )
     assert done.returncode == 0, done.stderr
     box = BOX_LINE.search(done.stderr)
@@ -54,7 +54,7 @@ def test_a_run_inside_the_box_counts_harness_and_worker_together(settings, tiny_
 
 def test_a_box_too_small_for_the_harness_is_one_line_and_leaves_nothing(tiny_sets):
     done, pid = _icebench(
-        "--scenario", "append", "--writer", "pyiceberg-table", "--memory", "1g", "--harness-memory", "120m"
+        "--scenario", "append", "--writer", "pyiceberg-table", "--memory", "100m", "--harness-memory", "120m"
     )
     assert done.returncode == 2, done.stderr
     assert (

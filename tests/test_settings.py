@@ -29,6 +29,15 @@ def test_config_from_environment_variable(tmp_path, monkeypatch):
     ("text", "culprit"),
     [
         ("[settings]\nbatch_rows = -1\n", "batch_rows"),
+        (
+            "[settings]\nworker_timeout_s = 1e10\n",
+            "worker_timeout_s: Input should be less than or equal to 604800",
+        ),
+        ("[settings]\nworker_timeout_s = nan\n", "worker_timeout_s: Input should be a finite number"),
+        ("[settings]\nworker_timeout_s = inf\n", "worker_timeout_s: Input should be a finite number"),
+        ("[settings]\nresults_dir = ''\n", "results_dir: Value error, must not be empty"),
+        ("[settings]\nseed = -1\n", "seed"),
+        ("[settings]\nlibrary_versions = {pyiceberg = ['x.y']}\n", "not a version: 'x.y'"),
         ("[settings]\nmemroy = '1g'\n", "memroy"),
         ("not toml at all [", "not valid TOML"),
     ],

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from harness.base.errors import IcebenchError, close_match, first_error
@@ -42,6 +43,19 @@ ENGINE_VARIABLES = {"ICEBENCH_SPARK_MASTER": ("spark", "master")}
 EngineTables = dict[str, dict[str, Any]]  # engine -> its options, as [engines.<engine>] holds them
 Options = TypeVar("Options", bound=EngineOptions)
 Table = TypeVar("Table", bound=BaseModel)
+MAX_TIMEOUT_S = 7 * 86_400  # a week; threading's timers refuse far larger (and inf, nan)
+MAX_BATCH_ROWS = 2**31 - 1
+
+
+# A release as PEP 440 writes it, in its usual forms: 0.12.0, 1.31, 2.0rc1, 1.0.post1, 3.1.dev2.
+_VERSION = re.compile(r"[0-9]+(\.[0-9]+)*((a|b|rc)[0-9]+)?(\.post[0-9]+)?(\.dev[0-9]+)?")
+
+
+def check_version(text: str) -> str:
+    """A library version as pip takes it; whether it exists is pip's to say."""
+    if not _VERSION.fullmatch(text):
+        raise ValueError(f"not a version: {text!r} (e.g. 0.12.0)")
+    return text
 
 
 class Settings(BaseSettings):
@@ -51,12 +65,13 @@ class Settings(BaseSettings):
 
     data_dir: Path = Field(Path(".icebench/data"), description="cache of generated parquet sets")
     results_dir: Path = Field(Path("results"), description="where results/<run-id>/ folders go")
-    seed: int = 42
+    seed: int = Field(42, ge=0, le=2**63 - 1)
     memory: str = Field("2g", description="memory cap of each worker, e.g. 512m, 2g")
     harness_memory: str | None = Field(
         None, description="cap on the harness process itself, its workers nested inside, e.g. 4g"
     )
     allow_overcommit: bool = Field(False, description="accept a cap above the machine's memory")
+    allow_memory_above_box: bool = Field(False, description="accept a worker cap above harness_memory")
     isolation: Isolation = "auto"
     worker_image: str = Field("icebench/worker:local", description="image of --isolation docker workers")
     stack: str = Field("embedded", description="embedded | local-services | external")
@@ -67,11 +82,17 @@ class Settings(BaseSettings):
     s3_endpoint: str | None = None
     s3_region: str = "us-east-1"
     s3_path_style: bool = True
-    batch_rows: int = Field(10_000, gt=0, description="rows per batch handed to the writer")
-    sample_interval_s: float = Field(0.05, gt=0, description="memory timeline sampling period")
-    timeline_points: int = Field(400, gt=10, description="samples kept per run after downsampling")
+    batch_rows: int = Field(
+        10_000, gt=0, le=MAX_BATCH_ROWS, description="rows per batch handed to the writer"
+    )
+    sample_interval_s: float = Field(
+        0.05, gt=0, le=60, allow_inf_nan=False, description="memory timeline sampling period"
+    )
+    timeline_points: int = Field(
+        400, gt=10, le=1_000_000, description="samples kept per run after downsampling"
+    )
     keep_warehouse: bool = Field(False, description="keep each run's warehouse for inspection")
-    worker_timeout_s: float = Field(1800.0, gt=0)
+    worker_timeout_s: float = Field(1800.0, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
     # Options of the plug-ins' engines, validated against the plug-ins' option models by their users.
     engines: EngineTables = Field(
         {}, description="options per engine, e.g. {spark = {master = ...}} ([engines.<engine>] tables)"
@@ -90,8 +111,26 @@ class Settings(BaseSettings):
     scan_cost: bool = Field(
         True, description="after each write, time a full and a selective scan of the table (one fixed reader)"
     )
-    update_ratio: float = Field(0.2, ge=0, le=1)
-    insert_ratio: float = Field(0.1, ge=0, le=10)
+    update_ratio: float = Field(0.2, ge=0, le=1, allow_inf_nan=False)
+    insert_ratio: float = Field(0.1, ge=0, le=10, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _not_empty(cls, value: object) -> object:
+        """An empty value would mean a default in silence (results_dir: the current folder)."""
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    @field_validator("library_versions")
+    @classmethod
+    def _versions(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for library, versions in value.items():
+            if not versions:
+                raise ValueError(f"no version of {library}")
+            for version in versions:
+                check_version(version)
+        return value
 
     def engine_table(self, model: type[EngineOptions]) -> dict[str, Any]:
         """What the config file, environment and flags set for `model`'s engine, not yet validated."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import resource
 import shutil
 import sys
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 from urllib.parse import urlparse
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from harness.base.checkout import REPO_ROOT
 from harness.base.errors import IcebenchError
@@ -123,11 +124,25 @@ def _under_rlimit_as() -> bool:
 DEFAULT_MASTER = "local[*]"
 
 
+# What spark.master takes: local, local[N], local[*], local[N,F], a cluster URL, yarn.
+_MASTER = re.compile(r"local(\[(\*|[1-9][0-9]*)(,[0-9]+)?\])?|(spark|k8s|mesos)://\S+|yarn")
+
+
+def check_spark_master(text: str) -> str:
+    if not _MASTER.fullmatch(text):
+        raise ValueError(
+            f"not a Spark master: {text!r} (local[*], local[N], spark://host:port, yarn, k8s://...)"
+        )
+    return text
+
+
 class SparkOptions(EngineOptions):
     """`[engines.spark]` of the config file (also `--spark-master`, ICEBENCH_SPARK_MASTER)."""
 
     engine: ClassVar[str | None] = "spark"
     master: str = Field(DEFAULT_MASTER, description="local[*], or a cluster such as spark://host:7077")
+
+    _master = field_validator("master")(check_spark_master)
 
 
 def session_conf(

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from generators.checksum import Checksum
-from generators.manifest import DatasetManifest, FileEntry
+from generators.manifest import DatasetManifest, FileEntry, file_entry
 from generators.wide import BaseFile, base_batches, base_manifest, plan_base, wide_schema
 from harness.base.checkout import REPO_ROOT
 
@@ -104,7 +104,7 @@ def _checksum_files(spark: SparkSession, tasks: list[BaseFile]) -> list[tuple[Fi
     results = []
     for task in tasks:
         row = by_index[task.index]
-        entry = FileEntry(name=task.path.name, rows=row.rows, bytes=row.bytes)
+        entry = file_entry(task.path, row.rows)
         results.append((entry, Checksum.from_hex(row.checksum, row.rows)))
     return results
 

@@ -59,7 +59,7 @@ class MatrixConfig(BaseModel):
     presets: list[str] = Field(default_factory=lambda: ["small"])
     scenarios: list[str] = Field(default_factory=list)
     writers: list[str] = Field(default_factory=list)
-    repeat: int = Field(1, ge=1, description="runs of each pair; gates compare medians")
+    repeat: int = Field(1, ge=1, le=1000, description="runs of each pair; gates compare medians")
     # The scale axis: the same batch size at each of these batch counts (prefixes of the set), for
     # the scenarios of the matrix that take a prefix (append). `scale_batches` is its former name.
     batches: list[int] = Field(

@@ -1,0 +1,183 @@
+"""Every value-taking flag and argument of every command, read from the parser itself (a new flag
+is covered without a word here), driven with bad values: exit 2, one line on stderr naming the
+flag or the value, no traceback, no traceback file. In process, and stopped before any real work:
+a value that got that far was accepted."""
+
+import argparse
+import functools
+import re
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_error_contract import a_record
+
+import harness.cli as cli
+from harness.base.results import ResultsStore
+from harness.model import Environment
+from harness.services import cleanup
+
+HUGE = "9" * 40
+MISSING = "/nonexistent/icebench-fuzz"
+BAD_VALUES = ["", "0", "-1", "nan", "inf", "1e30", "abc", "☃", MISSING, HUGE]
+
+CREATES = "any path is a file or folder this command creates (an unwritable one: test_error_contract.py)"
+VERSION = "a well-formed version; whether it exists is pip's to say"
+RUNNING = ("run", "matrix", "scale", "rounds")
+# (command, flag) -> the values of BAD_VALUES it legitimately takes, and why.
+VALID: dict[tuple[str, str], dict[str, str]] = {
+    ("generate", "--seed"): {"0": "seed 0 is a seed"},
+    ("generate", "--first-key"): {"0": "keys start at 0 by default"},
+    ("generate", "--update-ratio"): {"0": "a change set of inserts only"},
+    ("generate", "--insert-ratio"): {"0": "a change set of updates only"},
+    ("generate", "--out"): dict.fromkeys(BAD_VALUES[1:], CREATES),
+    ("baseline save", "--out"): dict.fromkeys(BAD_VALUES[1:], CREATES),
+    ("report", "--screenshot"): dict.fromkeys(BAD_VALUES[1:], CREATES),
+    **{(command, "--results"): dict.fromkeys(BAD_VALUES[1:], CREATES) for command in RUNNING},
+    **{
+        (command, f"--{library}"): {"0": VERSION, HUGE: VERSION}
+        for command in RUNNING
+        for library in cli.VERSIONED_LIBRARIES
+    },
+}
+
+
+PARSER = functools.cache(cli.build_parser)
+
+
+class Reached(BaseException):
+    """The command got past its checks to real work: every value was accepted."""
+
+
+def _stop(*_: object, **__: object) -> None:
+    raise Reached
+
+
+def commands(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    subcommands = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for action in subcommands:
+        for name, sub in action.choices.items():
+            yield from commands(sub, (*path, name))
+    if path and not subcommands:
+        yield " ".join(path), parser
+
+
+def value_arguments(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [action for action in parser._actions if action.nargs != 0 and action.dest != "help"]
+
+
+def argument_name(action: argparse.Action) -> str:
+    """A flag (its long form), or a positional argument's metavar."""
+    return action.option_strings[-1] if action.option_strings else str(action.metavar or action.dest)
+
+
+def cases() -> list[tuple[str, str]]:
+    return [
+        (command, argument_name(action))
+        for command, parser in commands(cli.build_parser())
+        for action in value_arguments(parser)
+    ]
+
+
+@pytest.fixture(scope="module")
+def places(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("fuzz")
+    store = ResultsStore(root / "results")
+    store.write_environment(Environment())
+    store.append(a_record(store.run_id))
+    baseline = root / "baseline.json"
+    assert cli.main(["baseline", "save", str(store.folder), "--out", str(baseline)]) == 0
+    return {"root": root, "results": root / "results", "folder": store.folder, "baseline": baseline}
+
+
+def valid_command(command: str, places: dict[str, Path]) -> tuple[list[str], dict[str, list[str]]]:
+    """A command line that passes every check (the fuzzed value is added to it), and the valid
+    values of its positional arguments."""
+    folder, root = str(places["folder"]), str(places["root"])
+    flags = {
+        "generate": ["--preset", "tiny", "--out", f"{root}/generated"],
+        "run": ["--scenario", "append", "--writer", "pyiceberg-table", "--preset", "tiny"],
+        "matrix": ["--preset", "tiny", "--scenarios", "append", "--writers", "pyiceberg-table"],
+        "scale": ["--writer", "pyiceberg-table", "--preset", "tiny"],
+        "rounds": ["--preset", "tiny", "--writers", "pyiceberg-table"],
+        "baseline save": ["--out", f"{root}/fuzzed-baseline.json"],
+        "gate": ["--baseline", str(places["baseline"]), "--results", str(places["results"])],
+    }.get(command, [])
+    positionals = {
+        "report": {"RESULTS_DIR": [folder]},
+        "summary": {"RESULTS_DIR": [folder]},
+        "baseline save": {"RESULTS_DIR": [folder]},
+        "compare": {"BASE": [folder], "CUR": [folder]},
+    }.get(command, {})
+    return [*command.split(), *flags], positionals
+
+
+def command_line(command: str, places: dict[str, Path], argument: str | None, value: str) -> list[str]:
+    base, positionals = valid_command(command, places)
+    if argument is not None and not argument.startswith("-"):  # a positional argument
+        positionals = {**positionals, argument: [value]}
+    elif argument is not None:
+        base += [argument, value]
+    return base + [v for values in positionals.values() for v in values]
+
+
+@pytest.fixture
+def stopped(monkeypatch, tmp_path, cli_settings) -> Path:
+    """Real work replaced by Reached; traceback files go to a folder of the test's own."""
+    for name in ("_session", "generate_base", "generate_changes", "generate_base_on_spark", "screenshot"):
+        monkeypatch.setattr(cli, name, _stop)
+    monkeypatch.setattr(cleanup, "remove", _stop)
+    monkeypatch.setattr(cli, "build_parser", PARSER)  # parsing leaves a parser as it was: build it once
+    monkeypatch.chdir(tmp_path)
+    kept = tmp_path / "tmp"
+    kept.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(kept))
+    return kept
+
+
+def test_every_command_line_used_is_valid(capsys, places, stopped):
+    """Else the fuzz below would pass for the wrong culprit."""
+    for command, _ in commands(cli.build_parser()):
+        try:
+            code = cli.main(command_line(command, places, None, ""))
+        except Reached:
+            continue
+        assert code == 0, (command, capsys.readouterr().err)
+
+
+def test_the_values_excused_are_taken(capsys, places, stopped, monkeypatch):
+    """The table of valid values holds no bad value in disguise."""
+    monkeypatch.setattr(cli, "save_baseline", _stop)  # it would make the missing folder
+    for (command, argument), valid in VALID.items():
+        for value in valid:
+            try:
+                code = cli.main(command_line(command, places, argument, value))
+            except Reached:
+                continue
+            assert code == 0, (command, argument, value, capsys.readouterr().err)
+
+
+def named(culprit: str, value: str, err: str) -> bool:
+    return culprit in err or (value != "" and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", err) is not None)
+
+
+@pytest.mark.parametrize(("command", "argument"), cases())
+def test_bad_values_are_one_line_naming_the_flag(capsys, places, stopped, command, argument):
+    valid = VALID.get((command, argument), {})
+    for value in BAD_VALUES:
+        if value in valid:
+            continue
+        argv = command_line(command, places, argument, value)
+        try:
+            code = cli.main(argv)
+        except Reached:
+            pytest.fail(f"{argument} {value!r} was accepted: {' '.join(argv)}")
+        err = capsys.readouterr().err
+        assert code == 2, (argv, err)
+        assert len(err.strip().splitlines()) == 1, (argv, err)
+        assert "Traceback" not in err and "internal error" not in err, (argv, err)
+        assert named(argument, value, err), (argv, err)
+    assert not list(stopped.iterdir())  # no traceback file

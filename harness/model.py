@@ -50,6 +50,9 @@ class Check(BaseModel):
     actual: Any = None
     reason: str | None = None
     upstream: str | None = None  # the upstream issue a known failure is, e.g. apache/iceberg-python#2467
+    # The harness could not make the check (no reader of its can apply what the table holds): not
+    # the writer's failure. The verdict does not pass, and the run reads "unjudged", never FAIL.
+    harness_limit: bool = False
 
 
 # The engine the oracle reads every table with (harness/judge/readback.py).
@@ -66,6 +69,11 @@ class Verdict(BaseModel):
     @property
     def failed(self) -> list[Check]:
         return [check for check in self.checks if not check.passed]
+
+    @property
+    def unjudged(self) -> bool:
+        """It failed only where the harness could not judge: the writer is not to blame."""
+        return bool(self.failed) and all(check.harness_limit for check in self.failed)
 
 
 class RowSource(BaseModel):
@@ -265,7 +273,11 @@ class RunRecord(BaseModel):
     # The current snapshot's summary after the run (operation, added/deleted/total files and records).
     snapshot_summary: dict[str, str] = {}
     verify_s: float | None = None  # the oracle's read-back and checks
-    verify_peak_rss_bytes: int | None = None  # the harness process's resident peak meanwhile
+    # The judging side's resident peak meanwhile: the largest of the oracle's (the harness process)
+    # and a verifier's child process's, each recorded below; all run under the oracle's cap.
+    verify_peak_rss_bytes: int | None = None
+    oracle_peak_rss_bytes: int | None = None
+    verifier_peak_rss_bytes: int | None = None  # None: no verifier's child read the table
     # The downstream cost the write left (harness/judge/scan_cost.py): one fixed reader loads,
     # plans and reads the table, all of it, then the first 1% of its key span (a row filter that
     # prunes files and row groups by their statistics). None: not measured (--no-scan-cost).

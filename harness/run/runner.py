@@ -25,11 +25,12 @@ from harness.base.results import ResultsStore, now_iso, read_report
 from harness.base.settings import Settings
 from harness.base.signals import signals_held
 from harness.engines.availability import unavailable_in
-from harness.engines.verifiers import get_verifier
+from harness.engines.verifiers import Verifier, equality_delete_readers, get_verifier
 from harness.engines.writers import Writer, get_writer
 from harness.judge.oracle import TableState, capture_state, judge, unreadable_verdict
 from harness.judge.scan_cost import SCAN_PROGRAM, ScanReport, ScanSpec, selective_keys
 from harness.model import (
+    EngineOptions,
     Expectation,
     Feed,
     RunRecord,
@@ -96,7 +97,9 @@ class Judgement:
     verdict: Verdict
     metrics: dict[str, Any]
     verify_s: float
-    verify_peak_rss_bytes: int | None
+    verify_peak_rss_bytes: int | None  # the largest of the judging processes' peaks
+    oracle_peak_rss_bytes: int | None = None  # the harness process's
+    verifier_peak_rss_bytes: int | None = None  # a verifier's child process's
 
 
 class WorkerCouldNotStart(IcebenchError):
@@ -137,6 +140,31 @@ class Runner:
             )
         if self.verifier and self.verifier.environment:  # made once, before any run needs it
             self.verifier.python = requirements_env(self.verifier.environment, self.envs_root)
+        # The reader of tables with equality deletes when the one asked for cannot apply them:
+        # chosen on the first such table (see equality_reader), then kept.
+        self._equality_reader: tuple[Verifier, EngineOptions] | str | None = None
+
+    def equality_reader(self) -> tuple[Verifier, EngineOptions] | str:
+        """The cheapest verifier that applies equality deletes and can run on this stack, with its
+        environment made and its options; else why none can (the table is then unjudged, a limit
+        of the harness)."""
+        if self._equality_reader is None:
+            reasons = []
+            for candidate in equality_delete_readers():
+                why = candidate.unavailable() or candidate.supports_catalog(self.stack.catalog_shape)
+                reader = candidate()
+                if why is None and candidate.environment:
+                    try:
+                        reader.python = requirements_env(candidate.environment, self.envs_root)
+                    except (IcebenchError, OSError, subprocess.SubprocessError) as exc:
+                        why = f"its environment: {one_line(exc)}"
+                if why is None:
+                    self._equality_reader = reader, self.settings.engine_options(candidate.options)
+                    break
+                reasons.append(f"{candidate.name}: {why}")
+            else:
+                self._equality_reader = "; ".join(reasons) or "no verifier applies them"
+        return self._equality_reader
 
     def run(self, plan: RunPlan) -> RunRecord:
         """One run of `plan` on a table of its own, created for it and removed afterwards."""
@@ -507,12 +535,14 @@ class Runner:
                     verifier=self.verifier,
                     verifier_options=self.verifier_options,
                     outcome_checks=lambda evidence: scenario.outcome_checks(evidence, ends, plan.sets),
+                    equality_reader=self.equality_reader,
                 )
         except Exception as exc:  # what a writer left may break the reader too: a verdict, not a crash
             verdict = unreadable_verdict(error, one_line(exc))
         finally:
             close_catalog(catalog)
-        return Judgement(verdict, metrics, round(time.perf_counter() - start, 3), peak.bytes)
+        verify_s = round(time.perf_counter() - start, 3)
+        return Judgement(verdict, metrics, verify_s, peak.largest, peak.bytes, peak.largest_child)
 
     def _release(self, run_catalog: RunCatalog, keep: bool) -> None:
         """The run's tables and files removed; a failure to is said, never lost, never fatal."""
@@ -551,6 +581,8 @@ def build_record(
         verdict=judgement.verdict,
         verify_s=judgement.verify_s,
         verify_peak_rss_bytes=judgement.verify_peak_rss_bytes,
+        oracle_peak_rss_bytes=judgement.oracle_peak_rss_bytes,
+        verifier_peak_rss_bytes=judgement.verifier_peak_rss_bytes,
         workers=outcomes if len(outcomes) > 1 else [],
     )
 

@@ -266,6 +266,85 @@ def supervise(
     )
 
 
+@dataclass
+class ChildRun:
+    """A short program of the harness's own (a verifier's read) run under a cap, and its figures."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    timed_out: bool
+    peak_rss_bytes: int | None  # the larger of its cgroup's sampled rss and the kernel's ru_maxrss
+    oom_kills: int
+
+
+def run_capped(
+    cap: MemoryCap, command: list[str], input_text: str, *, timeout_s: float, sample_interval_s: float = 0.05
+) -> ChildRun:
+    """Runs `command` inside `cap` with `input_text` on its stdin until it ends (killed with its
+    process group after `timeout_s`), its memory sampled as a worker's is."""
+    process = subprocess.Popen(
+        [*cap.launch_prefix(), *command], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, start_new_session=True, env=child_environment(),
+    )  # fmt: skip
+    sampler = Sampler(cap, process.pid, sample_interval_s)
+    sampler.start()
+    readers = [_Reader(process.stdout), _Reader(process.stderr)]
+    timed_out = threading.Event()
+
+    def on_timeout() -> None:
+        timed_out.set()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+
+    timer = threading.Timer(timeout_s, on_timeout)
+    timer.start()
+    try:
+        assert process.stdin is not None
+        with contextlib.suppress(BrokenPipeError):  # it died before reading: its exit code tells
+            process.stdin.write(input_text.encode())
+            process.stdin.close()
+        # wait4, not wait: the kernel's resident peak of the child (and what it waited for).
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+    except BaseException:  # it must not outlive us
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        raise
+    finally:
+        timer.cancel()
+        sampler.stopped.set()
+        sampler.join()
+    stdout, stderr = (reader.text() for reader in readers)
+    sampled = max((sample[2] for sample in sampler.samples), default=0)
+    return ChildRun(
+        returncode=process.returncode,
+        stdout=stdout,
+        stderr=stderr,
+        timed_out=timed_out.is_set(),
+        peak_rss_bytes=max(sampled, usage.ru_maxrss * 1024) or None,
+        oom_kills=cap.oom_kills(),
+    )
+
+
+class _Reader(threading.Thread):
+    """Reads a pipe to its end (both of a child's pipes at once: neither fills and blocks it)."""
+
+    def __init__(self, stream: IO[bytes] | None) -> None:
+        super().__init__(daemon=True)
+        self.stream, self.chunks = stream, list[bytes]()
+        self.start()
+
+    def run(self) -> None:
+        if self.stream is not None:
+            self.chunks.append(self.stream.read())
+
+    def text(self) -> str:
+        self.join(10.0)  # a grandchild may hold the pipe open: not forever
+        return b"".join(self.chunks).decode(errors="replace")
+
+
 class RunningWorkers:
     """Workers supervised from several threads. Only the main thread sees Ctrl-C, so it kills them
     all from here; a worker that starts after that is killed as it registers."""

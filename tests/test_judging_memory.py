@@ -1,0 +1,64 @@
+"""Every judging process is measured and capped: a verifier's child read (harness/engines/child_read.py)
+runs in a cgroup of its own below the harness's (the oracle's cap: the box under --harness-memory),
+its resident peak joins the oracle's, and an OOM kill there is the harness's limit, not the table's."""
+
+import subprocess
+import sys
+
+import pytest
+
+from harness.base.caps import CgroupCap, cgroup_parent
+from harness.services.own_memory import measure_peak_rss, run_judging_child
+
+pytestmark = pytest.mark.skipif(cgroup_parent() is None, reason="no writable cgroup v1 memory controller")
+
+MIB = 2**20
+
+
+def allocating(mib: int) -> list[str]:
+    """A child that reads its stdin, then holds `mib` MiB resident (every page touched)."""
+    code = f"import sys; sys.stdin.read(); b = bytearray({mib} * 2**20); b[::4096] = b'x' * len(b[::4096])"
+    return [sys.executable, "-c", code]
+
+
+def test_a_judging_childs_peak_is_recorded_beside_the_oracles_and_the_largest_wins():
+    with measure_peak_rss() as peak:
+        done = run_judging_child(allocating(300), "{}", timeout_s=60)
+    assert done.returncode == 0 and done.oom_kills == 0
+    assert peak.children == [done.peak_rss_bytes]
+    assert done.peak_rss_bytes >= 300 * MIB  # the child's, which the harness's VmHWM never sees
+    assert peak.bytes is not None and peak.bytes < done.peak_rss_bytes
+    assert peak.largest == done.peak_rss_bytes and peak.largest_child == done.peak_rss_bytes
+
+
+def test_outside_a_measurement_nothing_is_collected():
+    with measure_peak_rss() as peak:
+        pass
+    run_judging_child(allocating(10), "{}", timeout_s=60)
+    assert peak.children == []
+
+
+# Run inside a cgroup of 250 MiB (the box the oracle would be in): its judging child gets that cap too.
+IN_THE_BOX = """
+import sys
+from harness.services.own_memory import run_judging_child
+code = "import sys; sys.stdin.read(); b = bytearray(600 * 2**20); b[::4096] = b'x' * len(b[::4096])"
+done = run_judging_child([sys.executable, "-c", code], "{}", timeout_s=60)
+print(done.oom_kills, done.returncode)
+"""
+
+
+def test_a_judging_child_runs_under_the_oracles_cap():
+    parent = cgroup_parent()
+    assert parent is not None
+    box = CgroupCap(250 * MIB, parent, prefix="icebench-harness")
+    try:
+        done = subprocess.run(
+            [*box.launch_prefix(), sys.executable, "-c", IN_THE_BOX],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    finally:
+        box.close()
+    assert done.returncode == 0, done.stderr
+    kills, returncode = map(int, done.stdout.split())
+    assert kills == 1 and returncode == -9  # the child, killed by the kernel; the harness lives on

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Status = Literal["ok", "oom", "error", "unsupported"]
 ErrorKind = Literal["bad_input", "memory", "write"]
+# Whose memory limit an OOM kill hit: the worker's own cap, or the --harness-memory box around it.
+OomLimit = Literal["worker cap", "harness box"]
 # Where a fault scenario has the worker SIGKILL itself: once the first step (batch) is staged, on
 # entering the first catalog commit, or once the commit that completes the operation returned.
 KillPoint = Literal["data-files", "before-commit", "after-commit"]
@@ -202,7 +204,12 @@ class WorkerOutcome(BaseModel):
     peak_rss_bytes: int | None = None
     cache_at_peak_bytes: int | None = None
     oom_kills: int = 0
-    cap_bytes: int | None = None  # the cap the kernel held
+    # The cap that applied: the worker's as the kernel held it, or the harness box's if smaller.
+    cap_bytes: int | None = None
+    box_cap_bytes: int | None = None  # the --harness-memory box around the worker (None: none)
+    oom_limit: OomLimit | None = None  # whose limit an OOM kill hit
+    box_usage_at_kill_bytes: int | None = None  # the box's usage and rss at the last sample before the kill
+    box_rss_at_kill_bytes: int | None = None
     batches: int | None = None
     late_early_ratio: float | None = None
     step_latencies_s: list[float] = []
@@ -291,9 +298,16 @@ class RunRecord(BaseModel):
     selective_scan_rows: int | None = None
     scan_peak_rss_bytes: int | None = None  # the reader's resident peak, under the run's cap
     scan_error: str | None = None  # why a scan failed (e.g. equality deletes pyiceberg cannot plan)
-    cap_bytes: int | None = None
+    cap_bytes: int | None = None  # the cap that applied: the worker's, or the harness box's if smaller
     isolation: str
     oom_kills: int = 0
+    box_cap_bytes: int | None = None  # the --harness-memory box the workers ran in (None: none)
+    oom_limit: OomLimit | None = None  # whose limit an OOM kill hit: the worker's cap or the box
+    box_usage_at_kill_bytes: int | None = None  # the box's usage (page cache included) at the kill
+    box_rss_at_kill_bytes: int | None = None  # and its resident part: harness, oracle, worker
+    # The services the stack started (S3 server, REST catalog), outside the box: each one's
+    # resident peak since it started, by name.
+    service_peak_rss_bytes: dict[str, int] = {}
     versions: dict[str, str] = {}
     verdict: Verdict | None = None
     verified_with: str = "pyiceberg"  # engine(s) that read the table back: pyiceberg, or spark too

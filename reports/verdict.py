@@ -138,7 +138,7 @@ def reason_of(record: RunRecord) -> str:
         known = next((check.upstream for check in failed if check.upstream), None)
         upstream = f" [{known}]" if known else ""  # the writer's known cause (harness/run/classify.py)
         left = f"; {left}" if (left := left_text(record)) else ""
-        return _reason_line(f"OOM-killed at the {cap_text(record.cap_bytes)}{peak}{left}{upstream}")
+        return _reason_line(f"{_oom_where(record)}{peak}{left}{upstream}")
     if outcome == "unjudged":
         limits = record.verdict.failed if record.verdict else []
         why = f": {limits[0].name}: {limits[0].reason}" if limits else ""
@@ -151,6 +151,15 @@ def reason_of(record: RunRecord) -> str:
         return ""
     left = left_text(record)  # first: what a failed write left must survive the clipping
     return _reason_line(f"{left}; {record.error}" if left else record.error or "")
+
+
+def _oom_where(record: RunRecord) -> str:
+    """Whose limit the kill hit: the worker's cap, or the harness box around it (then the worker
+    was not the only one in it: the box's rss at the kill says how full it was)."""
+    if record.oom_limit != "harness box":
+        return f"OOM-killed at the {cap_text(record.cap_bytes)}"
+    at_kill = f" (rss {format_size(record.box_rss_at_kill_bytes)})" if record.box_rss_at_kill_bytes else ""
+    return f"OOM-killed when the {format_size(record.box_cap_bytes)} harness box filled{at_kill}"
 
 
 def growth_text(record: RunRecord, fit: Fit | None) -> str:

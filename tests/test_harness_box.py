@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.base.caps import cgroup_parent
+from harness.base.caps import CgroupCap, cgroup_parent, kill_all_inside
 from harness.base.results import read_runs
 from harness.services.own_memory import measure_peak_rss, peak_since_start
 from reports.baseline import newest_results_folder
@@ -81,3 +81,55 @@ def test_the_harness_peak_outlives_the_oracles_resets():
 def resident_bytes() -> int:
     status = Path("/proc/self/status").read_text()
     return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) * 1024
+
+
+# A harness in its box launches one worker that grows until the kernel kills it; it prints whose
+# limit the kill hit, the cap that applied and the box's figures at the kill (harness/run/classify.py).
+KILLED_IN_THE_BOX = """
+import json, sys, tempfile
+from pathlib import Path
+from harness.base.caps import CgroupCap, cgroup_parent
+from harness.run.classify import box_oom_text, oom_limit
+from harness.services.launcher import launch_worker
+grow = "import time\\nchunks = []\\nwhile True:\\n    chunks.append(b'x' * 2**23)\\n    time.sleep(0.02)"
+folder = Path(tempfile.mkdtemp())
+cap = CgroupCap(int(sys.argv[1]) * 2**20, cgroup_parent())
+try:
+    launched = launch_worker(
+        cap, folder / "spec", folder / "log", timeout_s=60, sample_interval_s=0.02, timeline_points=10,
+        python_arguments=["-c", grow], environment={},
+    )
+finally:
+    cap.close()
+print(json.dumps({
+    "kills": launched.oom_kills, "limit": oom_limit(launched), "applied": launched.enforced_cap_bytes,
+    "box": launched.box_cap_bytes, "box_rss": launched.box_at_end.rss_bytes, "text": box_oom_text(launched),
+}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("box_mib", "worker_mib", "limit"), [(600, 600, "harness box"), (900, 300, "worker cap")]
+)
+def test_an_oom_kill_names_the_limit_it_hit_and_the_cap_that_applied(box_mib, worker_mib, limit):
+    """Equal caps: the harness (its imports) and the worker share the box, which fills while the
+    worker is under its own cap, and the record must say so; a box with room: the worker's cap."""
+    import json
+
+    parent = cgroup_parent()
+    box = CgroupCap(box_mib * 2**20, parent, prefix="icebench-harness")
+    try:
+        done = subprocess.run(
+            [*box.launch_prefix(), sys.executable, "-c", KILLED_IN_THE_BOX, str(worker_mib)],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    finally:
+        kill_all_inside(box.path)
+        box.close()
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["kills"] == 1 and found["limit"] == limit, found
+    assert found["box"] == box_mib * 2**20 and found["applied"] == min(box_mib, worker_mib) * 2**20
+    if limit == "harness box":  # the box was full of harness and worker together
+        assert found["box_rss"] > 0.8 * box_mib * 2**20
+        assert found["text"].startswith(f"OOM-killed by the kernel: the {box_mib}.0 MiB harness box filled")

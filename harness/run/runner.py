@@ -46,6 +46,7 @@ from harness.services.envs import Variant, library_env, pinned_versions, require
 from harness.services.launcher import Launch, RunningWorkers, WorkerHandle, launch_worker
 from harness.services.leftovers import SCRATCH_FOLDER
 from harness.services.own_memory import measure_peak_rss
+from harness.services.processes import service_peaks
 from harness.services.profiling import render_flamegraph, worker_arguments
 from harness.services.stacks import RunCatalog, Stack, close_catalog
 from scenarios import get_scenario
@@ -58,6 +59,10 @@ WORKER_FIGURES = set(WorkerOutcome.model_fields) & set(RunRecord.model_fields) -
     "error",  # run_error()
     "memory_timeline",  # not dumped (exclude=True): copied as is
 }
+
+
+# What an OOM-killed worker's figures say of the kill: whose limit and the box's at the kill.
+OOM_FIGURES = {"oom_limit", "box_usage_at_kill_bytes", "box_rss_at_kill_bytes"}
 
 
 @dataclass
@@ -228,6 +233,7 @@ class Runner:
                 else {}
             )
             record = build_record(identity, ends, judgement, scan)
+            record.service_peak_rss_bytes = service_peaks()  # the stack's servers, outside the box
             if self.settings.profile == "memray" and (flamegraph := render_flamegraph(work)):
                 record.profile_flamegraph = str(flamegraph)
         except RunFailed as failed:
@@ -596,7 +602,10 @@ def combined_figures(outcomes: list[WorkerOutcome]) -> dict[str, Any]:
     failure (an OOM first)."""
     hungriest = max(outcomes, key=lambda outcome: outcome.peak_memory_bytes or 0)
     failed = [outcome for outcome in outcomes if outcome.status != "ok"]
+    killed = next((outcome for outcome in outcomes if outcome.oom_limit), None)
     return {
+        "box_cap_bytes": hungriest.box_cap_bytes,
+        **(killed.model_dump(include=OOM_FIGURES) if killed else {}),
         "status": "oom" if any(o.status == "oom" for o in failed) else "error" if failed else "ok",
         "wall_s": max(outcome.wall_s or 0 for outcome in outcomes),
         "write_s": max((o.write_s for o in outcomes if o.write_s is not None), default=None),

@@ -133,3 +133,40 @@ def test_an_oom_kill_names_the_limit_it_hit_and_the_cap_that_applied(box_mib, wo
     if limit == "harness box":  # the box was full of harness and worker together
         assert found["box_rss"] > 0.8 * box_mib * 2**20
         assert found["text"].startswith(f"OOM-killed by the kernel: the {box_mib}.0 MiB harness box filled")
+
+
+# A harness in its box starts the S3 server as the local-services stack does, and tells where it runs.
+SERVER_FROM_THE_BOX = """
+import json, tempfile
+from pathlib import Path
+from harness.base.caps import harness_box
+from harness.services.object_store import MotoS3Server
+from harness.services.processes import _RUNNING, service_peaks
+with MotoS3Server().running(Path(tempfile.mkdtemp())):
+    (pid,) = _RUNNING.values()
+    memory = next(line for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines() if ":memory:" in line)
+    server = memory.split(":", 2)[2]
+    print(json.dumps({"box": str(harness_box().path), "server": server, "peaks": service_peaks()}))
+"""
+
+
+def test_the_stacks_servers_run_beside_the_box_their_peak_recorded_apart():
+    """moto and the REST catalog are the stack's, not the user's container: started from inside the
+    box, they run in the box's parent cgroup, and their resident peak is kept by name."""
+    import json
+
+    box = CgroupCap(900 * 2**20, cgroup_parent(), prefix="icebench-harness")
+    try:
+        done = subprocess.run(
+            [*box.launch_prefix(), sys.executable, "-c", SERVER_FROM_THE_BOX],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    finally:
+        kill_all_inside(box.path)
+        box.close()
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    box_path = Path(found["box"])
+    assert box_path == box.path
+    assert "/sys/fs/cgroup/memory" + found["server"] == str(box_path.parent)  # beside the box, not in it
+    assert found["peaks"]["moto S3 server"] > 10 * 2**20

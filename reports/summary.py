@@ -32,14 +32,14 @@ def verdict_text(record: RunRecord, markup: bool = True) -> str:
     # Named when another engine's read was judged (the table held what pyiceberg cannot read).
     judged = record.verdict.judged_by
     by = f" (judged by {judged})" if judged and judged != ORACLE_READER else ""
+    left = f"; {left}" if (left := left_text(record)) else ""  # a failed write's garbage
     if record.verdict.passed:
-        return passed + by
+        return passed + by + left
     if record.verdict.unjudged:  # only the harness's limits failed: the writer is not to blame
-        return f"unjudged ({', '.join(c.name for c in record.verdict.failed)})"
+        return f"unjudged ({', '.join(c.name for c in record.verdict.failed)}){left}"
     failed = record.verdict.failed
     names = ", ".join(c.name + (f" ({c.upstream})" if c.upstream else "") for c in failed[:3])
     more = f" +{len(failed) - 3}" if len(failed) > 3 else ""
-    left = f"; {left}" if (left := left_text(record)) else ""
     return f"{failed_word} {names}{more}{by}{left}"
 
 

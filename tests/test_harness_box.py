@@ -9,8 +9,10 @@ import pytest
 
 from harness.base.caps import CgroupCap, cgroup_parent, kill_all_inside
 from harness.base.results import read_runs
+from harness.run.matrix import prepare_data
 from harness.services.own_memory import measure_peak_rss, peak_since_start
 from reports.baseline import newest_results_folder
+from reports.verdict import reason_of
 
 pytestmark = [
     pytest.mark.usefixtures("cli_settings"),
@@ -50,6 +52,24 @@ def test_a_run_inside_the_box_counts_harness_and_worker_together(settings, tiny_
     assert peak * 2**20 > record.peak_memory_bytes
     assert record.verify_peak_rss_bytes and record.verify_s is not None
     assert not _boxes_left(pid)
+
+
+def test_a_worker_killed_because_the_box_filled_is_recorded_as_the_boxs_kill(settings):
+    """Worker cap and box alike at 700 MiB: pyiceberg-table materialises `small` (~700 MiB) while
+    the harness holds its own share of the box, so the box fills first: the record names the box,
+    the cap that applied and the box at the kill, never a cap the worker did not reach."""
+    prepare_data(settings, "small", ["base"])  # generated outside the box: it is not the run's
+    done, _ = _icebench(
+        "--preset", "small", "--scenario", "append", "--writer", "pyiceberg-table",
+        "--memory", "700m", "--harness-memory", "700m", "--no-scan-cost",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (record,) = read_runs(newest_results_folder(settings.results_dir))
+    assert record.status == "oom" and record.oom_limit == "harness box", record.error
+    assert record.cap_bytes == record.box_cap_bytes == 700 * 2**20
+    assert record.box_rss_at_kill_bytes > record.peak_rss_bytes  # the worker was not alone in it
+    assert record.error.startswith("OOM-killed by the kernel: the 700.0 MiB harness box filled")
+    assert reason_of(record).startswith("OOM-killed when the 700.0 MiB harness box filled (rss ")
 
 
 def test_a_box_too_small_for_the_harness_is_one_line_and_leaves_nothing(tiny_sets):

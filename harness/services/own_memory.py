@@ -151,7 +151,8 @@ def run_in_box(cap_bytes: int, command: list[str], say: Callable[[str], None]) -
         kills = box.oom_kills()
         say(
             f"harness box {format_size(cap_bytes)}: peak {format_size(box.peak_bytes())} "
-            f"(harness + workers, page cache included), oom kills {kills}"
+            f"(harness + workers, page cache included), oom kills {kills} "
+            "(of the harness itself: a worker's is in its record)"
         )
         if returncode == -signal.SIGKILL and kills:
             raise IcebenchError(f"the harness was OOM-killed inside its {format_size(cap_bytes)} box")

@@ -64,3 +64,36 @@ def test_a_judging_child_runs_under_the_oracles_cap():
     assert done.returncode == 0, done.stderr
     kills, returncode = map(int, done.stdout.split())
     assert kills == 1 and returncode == -9  # the child, killed by the kernel; the harness lives on
+
+
+# A verifier's read (a `python -m MODULE` child, harness/engines/child_read.py) that outgrows the box.
+READ_IN_THE_BOX = """
+import os, sys
+from pydantic import BaseModel
+from harness.engines.child_read import ChildReadFailed, read_in_child
+os.environ["PYTHONPATH"] = sys.argv[1]
+class Spec(BaseModel):
+    table: str = "bench.table"
+try:
+    read_in_child("hog", Spec(), "hog-reader", "bench.table")
+except ChildReadFailed as failed:
+    print(failed.harness_limit, failed)
+"""
+
+
+def test_a_verifier_killed_by_the_oracles_cap_is_the_harness_limit_not_the_tables(tmp_path):
+    (tmp_path / "hog.py").write_text(
+        "import sys\nsys.stdin.read()\nb = bytearray(600 * 2**20)\nb[::4096] = b'x' * len(b[::4096])\n"
+    )
+    box = CgroupCap(250 * MIB, cgroup_parent(), prefix="icebench-harness")
+    try:
+        done = subprocess.run(
+            [*box.launch_prefix(), sys.executable, "-c", READ_IN_THE_BOX, str(tmp_path)],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    finally:
+        box.close()
+    assert done.returncode == 0, done.stderr
+    limit, _, message = done.stdout.strip().partition(" ")
+    assert limit == "True"
+    assert message.startswith("hog-reader was OOM-killed reading bench.table under the harness's own cap")

@@ -208,7 +208,7 @@ class WorkerOutcome(BaseModel):
     cap_bytes: int | None = None
     box_cap_bytes: int | None = None  # the --harness-memory box around the worker (None: none)
     oom_limit: OomLimit | None = None  # whose limit an OOM kill hit
-    box_usage_at_kill_bytes: int | None = None  # the box's usage and rss at the last sample before the kill
+    box_usage_at_kill_bytes: int | None = None  # the box's usage and rss sampled at the worker's peak
     box_rss_at_kill_bytes: int | None = None
     batches: int | None = None
     late_early_ratio: float | None = None

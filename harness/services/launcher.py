@@ -19,7 +19,7 @@ from typing import IO, Protocol
 import psutil
 
 from harness.base.caps import MemoryCap, MemoryUsage, harness_box
-from harness.base.orphan_guard import child_environment
+from harness.base.orphan_guard import child_environment, guarded
 
 
 @dataclass
@@ -309,10 +309,10 @@ def run_capped(
     cap: MemoryCap, command: list[str], input_text: str, *, timeout_s: float, sample_interval_s: float = 0.05
 ) -> ChildRun:
     """Runs `command` inside `cap` with `input_text` on its stdin until it ends (killed with its
-    process group after `timeout_s`), its memory sampled as a worker's is."""
+    process group after `timeout_s`), its memory sampled as a worker's is. It dies with the harness."""
     process = subprocess.Popen(
-        [*cap.launch_prefix(), *command], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, start_new_session=True, env=child_environment(),
+        [*cap.launch_prefix(), *guarded(command)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, start_new_session=True,
     )  # fmt: skip
     sampler = Sampler(cap, process.pid, sample_interval_s)
     sampler.start()

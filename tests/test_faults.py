@@ -16,6 +16,7 @@ from harness.engines.spark import missing_jars
 from harness.engines.worker import run
 from harness.engines.writers import Operation, StepTimer, WriteJob, Writer, writers
 from harness.model import KillNote, WorkerSpec
+from harness.run import runner as runner_module
 from harness.run.matrix import MatrixConfig
 from harness.run.runner import RunPlan
 from harness.services.launcher import Launch
@@ -100,6 +101,20 @@ def test_a_write_killed_mid_way_records_what_it_left_and_the_verdict_says_so(run
     left = f"left {record.orphan_files} files, {format_size(record.orphan_bytes)}"
     assert reason_of(record).startswith(f"{left}; killed by SIGKILL at before-commit")
     assert verdict_text(record, markup=False).endswith(f"; {left}")
+
+
+def test_what_a_failed_write_left_is_counted_even_when_the_oracle_cannot_judge(
+    runner, tiny_sets, monkeypatch
+):
+    def unreadable(*args, **kwargs):
+        raise OSError("the read-back broke")
+
+    monkeypatch.setattr(runner_module, "judge", unreadable)
+    plan = RunPlan("crash-before-commit", "pyiceberg-add-files", "tiny", tiny_sets, 2_000, cap_bytes=1 << 30)
+    record = runner.run(plan)
+    assert [check.name for check in record.verdict.failed] == ["operation_completed", "table_readable"]
+    assert record.orphan_files > 0 and record.orphan_bytes > 0
+    assert reason_of(record).startswith(f"left {record.orphan_files} files")
 
 
 # Writers that write at all (iceberg-rust's row is refused for that, before any scenario).

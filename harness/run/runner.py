@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pyiceberg.table import Table
+
 from harness.base.caps import CgroupCap, MemoryCap, format_size, make_cap, resolve_isolation
 from harness.base.errors import IcebenchError, one_line, warn
 from harness.base.progress import ProgressReport, read_progress, watching
@@ -27,7 +29,7 @@ from harness.base.signals import signals_held
 from harness.engines.availability import unavailable_in
 from harness.engines.verifiers import Verifier, equality_delete_readers, get_verifier
 from harness.engines.writers import Writer, get_writer
-from harness.judge.oracle import TableState, capture_state, judge, unreadable_verdict
+from harness.judge.oracle import TableState, capture_state, judge, orphan_files, unreadable_verdict
 from harness.judge.scan_cost import SCAN_PROGRAM, ScanReport, ScanSpec, selective_keys
 from harness.model import (
     EngineOptions,
@@ -528,6 +530,7 @@ class Runner:
         start = time.perf_counter()
         catalog = run_catalog.open()
         metrics: dict[str, Any] = {}
+        table = None
         try:
             with measure_peak_rss() as peak:
                 table = catalog.load_table(scenario.table_identifier(run_catalog.namespace))
@@ -545,6 +548,7 @@ class Runner:
                 )
         except Exception as exc:  # what a writer left may break the reader too: a verdict, not a crash
             verdict = unreadable_verdict(error, one_line(exc))
+            metrics = left_behind(table) if table is not None else {}
         finally:
             close_catalog(catalog)
         verify_s = round(time.perf_counter() - start, 3)
@@ -562,6 +566,16 @@ class Runner:
     def _finish(self, record: RunRecord) -> RunRecord:
         self.store.append(record)
         return record
+
+
+def left_behind(table: Table) -> dict[str, Any]:
+    """The orphans of a table the oracle could load but not judge: what a failed write left is
+    counted all the same (none when even its metadata cannot be walked)."""
+    try:
+        orphans = orphan_files(table)
+    except Exception:  # the metadata itself is what broke the judgement: nothing to count by
+        return {}
+    return {"orphan_files": len(orphans), "orphan_bytes": sum(orphans.values())}
 
 
 def run_error(ends: list[WorkerEnd]) -> str | None:

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Status = Literal["ok", "oom", "error", "unsupported"]
 ErrorKind = Literal["bad_input", "memory", "write"]
+# Whose memory limit an OOM kill hit: the worker's own cap, or the --harness-memory box around it.
+OomLimit = Literal["worker cap", "harness box"]
 # Where a fault scenario has the worker SIGKILL itself: once the first step (batch) is staged, on
 # entering the first catalog commit, or once the commit that completes the operation returned.
 KillPoint = Literal["data-files", "before-commit", "after-commit"]
@@ -50,6 +52,9 @@ class Check(BaseModel):
     actual: Any = None
     reason: str | None = None
     upstream: str | None = None  # the upstream issue a known failure is, e.g. apache/iceberg-python#2467
+    # The harness could not make the check (no reader of its can apply what the table holds): not
+    # the writer's failure. The verdict does not pass, and the run reads "unjudged", never FAIL.
+    harness_limit: bool = False
 
 
 # The engine the oracle reads every table with (harness/judge/readback.py).
@@ -66,6 +71,11 @@ class Verdict(BaseModel):
     @property
     def failed(self) -> list[Check]:
         return [check for check in self.checks if not check.passed]
+
+    @property
+    def unjudged(self) -> bool:
+        """It failed only where the harness could not judge: the writer is not to blame."""
+        return bool(self.failed) and all(check.harness_limit for check in self.failed)
 
 
 class RowSource(BaseModel):
@@ -194,7 +204,12 @@ class WorkerOutcome(BaseModel):
     peak_rss_bytes: int | None = None
     cache_at_peak_bytes: int | None = None
     oom_kills: int = 0
-    cap_bytes: int | None = None  # the cap the kernel held
+    # The cap that applied: the worker's as the kernel held it, or the harness box's if smaller.
+    cap_bytes: int | None = None
+    box_cap_bytes: int | None = None  # the --harness-memory box around the worker (None: none)
+    oom_limit: OomLimit | None = None  # whose limit an OOM kill hit
+    box_usage_at_kill_bytes: int | None = None  # the box's usage and rss sampled at the worker's peak
+    box_rss_at_kill_bytes: int | None = None
     batches: int | None = None
     late_early_ratio: float | None = None
     step_latencies_s: list[float] = []
@@ -265,7 +280,11 @@ class RunRecord(BaseModel):
     # The current snapshot's summary after the run (operation, added/deleted/total files and records).
     snapshot_summary: dict[str, str] = {}
     verify_s: float | None = None  # the oracle's read-back and checks
-    verify_peak_rss_bytes: int | None = None  # the harness process's resident peak meanwhile
+    # The judging side's resident peak meanwhile: the largest of the oracle's (the harness process)
+    # and a verifier's child process's, each recorded below; all run under the oracle's cap.
+    verify_peak_rss_bytes: int | None = None
+    oracle_peak_rss_bytes: int | None = None
+    verifier_peak_rss_bytes: int | None = None  # None: no verifier's child read the table
     # The downstream cost the write left (harness/judge/scan_cost.py): one fixed reader loads,
     # plans and reads the table, all of it, then the first 1% of its key span (a row filter that
     # prunes files and row groups by their statistics). None: not measured (--no-scan-cost).
@@ -279,9 +298,16 @@ class RunRecord(BaseModel):
     selective_scan_rows: int | None = None
     scan_peak_rss_bytes: int | None = None  # the reader's resident peak, under the run's cap
     scan_error: str | None = None  # why a scan failed (e.g. equality deletes pyiceberg cannot plan)
-    cap_bytes: int | None = None
+    cap_bytes: int | None = None  # the cap that applied: the worker's, or the harness box's if smaller
     isolation: str
     oom_kills: int = 0
+    box_cap_bytes: int | None = None  # the --harness-memory box the workers ran in (None: none)
+    oom_limit: OomLimit | None = None  # whose limit an OOM kill hit: the worker's cap or the box
+    box_usage_at_kill_bytes: int | None = None  # the box's usage (page cache included) at the kill
+    box_rss_at_kill_bytes: int | None = None  # and its resident part: harness, oracle, worker
+    # The services the stack started (S3 server, REST catalog), outside the box: each one's
+    # resident peak since it started, by name.
+    service_peak_rss_bytes: dict[str, int] = {}
     versions: dict[str, str] = {}
     verdict: Verdict | None = None
     verified_with: str = "pyiceberg"  # engine(s) that read the table back: pyiceberg, or spark too

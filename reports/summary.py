@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.base.caps import format_size
-from harness.base.reasons import clipped
+from harness.base.reasons import clipped, counted
 from harness.model import ORACLE_READER, Metric, RunRecord, metrics, run_key
 from reports.fits import Fit, point_batches
 from reports.terminal import rich_table
@@ -17,19 +17,30 @@ from reports.terminal import rich_table
 STATUS_STYLE = {"ok": "green", "oom": "bold red", "error": "red", "unsupported": "dim"}
 
 
+def left_text(record: RunRecord) -> str:
+    """What a failed or killed write left in the warehouse that no metadata reaches (its orphans):
+    `left 4 files, 871.7 MiB`; empty for a run that succeeded or left nothing."""
+    if record.status not in ("oom", "error") or not record.orphan_files:
+        return ""
+    return f"left {counted(record.orphan_files, 'file')}, {format_size(record.orphan_bytes)}"
+
+
 def verdict_text(record: RunRecord, markup: bool = True) -> str:
     if record.verdict is None:
-        return "-"
+        return left_text(record) or "-"
     passed, failed_word = ("[green]pass[/]", "[red]FAIL[/]") if markup else ("pass", "FAIL")
     # Named when another engine's read was judged (the table held what pyiceberg cannot read).
     judged = record.verdict.judged_by
     by = f" (judged by {judged})" if judged and judged != ORACLE_READER else ""
+    left = f"; {left}" if (left := left_text(record)) else ""  # a failed write's garbage
     if record.verdict.passed:
-        return passed + by
+        return passed + by + left
+    if record.verdict.unjudged:  # only the harness's limits failed: the writer is not to blame
+        return f"unjudged ({', '.join(c.name for c in record.verdict.failed)}){left}"
     failed = record.verdict.failed
     names = ", ".join(c.name + (f" ({c.upstream})" if c.upstream else "") for c in failed[:3])
     more = f" +{len(failed) - 3}" if len(failed) > 3 else ""
-    return f"{failed_word} {names}{more}{by}"
+    return f"{failed_word} {names}{more}{by}{left}"
 
 
 def number_text(value: float | None, digits: int = 2) -> str:

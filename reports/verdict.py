@@ -24,7 +24,7 @@ from harness.base.growth import late_early_ratio
 from harness.base.reasons import clipped
 from harness.model import Operation, RunRecord
 from reports.fits import Fit, fits
-from reports.summary import scenario_text, verdict_text, writer_text
+from reports.summary import left_text, scenario_text, verdict_text, writer_text
 
 Outcome = Literal["pass", "FAIL", "OOM", "error", "unsupported", "unjudged"]
 # The order of the rows listed apart: what a reader must know first (the table was wrong) first.
@@ -86,7 +86,7 @@ def is_ranked(record: RunRecord) -> bool:
 
 def outcome_of(record: RunRecord) -> Outcome:
     if record.status == "ok":
-        if record.verdict is None:
+        if record.verdict is None or record.verdict.unjudged:  # the harness's limit, not the writer's
             return "unjudged"
         return "pass" if record.verdict.passed else "FAIL"
     return {"oom": "OOM", "error": "error", "unsupported": "unsupported"}[record.status]
@@ -137,14 +137,29 @@ def reason_of(record: RunRecord) -> str:
         failed = record.verdict.failed if record.verdict else []
         known = next((check.upstream for check in failed if check.upstream), None)
         upstream = f" [{known}]" if known else ""  # the writer's known cause (harness/run/classify.py)
-        return _reason_line(f"OOM-killed at the {cap_text(record.cap_bytes)}{peak}{upstream}")
+        left = f"; {left}" if (left := left_text(record)) else ""
+        return _reason_line(f"{_oom_where(record)}{peak}{left}{upstream}")
     if outcome == "unjudged":
-        return "the oracle did not judge the table"
+        limits = record.verdict.failed if record.verdict else []
+        why = f": {limits[0].name}: {limits[0].reason}" if limits else ""
+        return _reason_line(f"the harness could not judge the table{why}")
     if outcome == "unsupported":  # "<writer> does not support this catalog: <why>": the gist; the
         # whole reason is in the report's and the summary's table of writers that did not run.
         gist = (record.error or "").removeprefix(f"{record.writer} ").split(": ", 1)[0]
         return _reason_line(gist)
-    return _reason_line(record.error or "") if outcome != "pass" else ""
+    if outcome == "pass":
+        return ""
+    left = left_text(record)  # first: what a failed write left must survive the clipping
+    return _reason_line(f"{left}; {record.error}" if left else record.error or "")
+
+
+def _oom_where(record: RunRecord) -> str:
+    """Whose limit the kill hit: the worker's cap, or the harness box around it (then the worker
+    was not the only one in it: the box's rss at the kill says how full it was)."""
+    if record.oom_limit != "harness box":
+        return f"OOM-killed at the {cap_text(record.cap_bytes)}"
+    at_kill = f" (rss {format_size(record.box_rss_at_kill_bytes)})" if record.box_rss_at_kill_bytes else ""
+    return f"OOM-killed when the {format_size(record.box_cap_bytes)} harness box filled{at_kill}"
 
 
 def growth_text(record: RunRecord, fit: Fit | None) -> str:

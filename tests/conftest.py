@@ -80,10 +80,10 @@ def _expected_outcome(scenario: str, writer: str, stack: str = "embedded") -> tu
     ):  # Spark: SQLite; DuckDB, dlt-iceberg: REST
         return "unsupported", None
     if writer in EQUALITY_DELETE_UPSERTS and scenarios()[scenario].operation == "upsert":
-        # Its upsert lands as equality deletes, which the oracle's pyiceberg cannot apply: without
-        # --verify-with sidequery-pyiceberg (the capable reader on REST) the verdict is that failed
-        # check, never a pass (tests/test_dlt_iceberg.py judges it with the fork's reader)
-        return (RACE_DECIDES if scenario == "upsert-racing-append" else "ok"), False
+        # Its upsert lands as equality deletes, which the oracle's pyiceberg cannot apply: the
+        # capable reader the oracle chooses (sidequery-pyiceberg on REST) judges them; in a race
+        # the race decides (tests/test_dlt_iceberg.py)
+        return ("ok", True) if scenario != "upsert-racing-append" else (RACE_DECIDES, None)
     if scenario == "upsert-racing-append":  # who commits second fails or retries: the race decides
         # dlt's upsert, when second, retries and strands its first attempt's files: the verdict is
         # the race's too (tests/test_concurrency.py pins it to the retry)
@@ -103,10 +103,9 @@ def _expected_outcome(scenario: str, writer: str, stack: str = "embedded") -> tu
     if kill_point:  # killed as the scenario asked; the table must still be right
         return "error", True
     if writer == "pyiceberg-equality-delete":  # its upserts (both; #2467 spares them) leave equality
-        # deletes, which the oracle's pyiceberg cannot apply: without --verify-with spark (embedded) or
-        # sidequery-pyiceberg the verdict is that failed check, never a pass (tests/test_equality_delete.py
-        # judges it with both)
-        return "ok", False
+        # deletes, which the oracle's pyiceberg cannot apply: the cheapest capable reader the oracle
+        # chooses (sidequery-pyiceberg) judges them, and they pass (tests/test_equality_delete.py)
+        return "ok", True
     if scenario == "schema-evolution-upsert" and writer not in UPSERT_BY_ADD_FILES:  # iceberg-python#2467
         return "error", False
     if writer == "pyiceberg-fast-append-naive":  # the trap: one file name for every batch

@@ -1,8 +1,9 @@
 """pyiceberg-equality-delete (sidequery's pyiceberg fork, in its own environment) on `tiny`: its
 upsert leaves equality deletes, which the oracle's pyiceberg cannot apply. A reader that can judges
-the table (Spark, or the fork's own reader), and the verdict names it; without one the verdict fails
-and says how to get one; and a damaged table fails under the capable reader even where its row
-count is right."""
+the table (Spark, or the fork's own reader), and the verdict names it: the one asked for, else the
+cheapest that can run, chosen by default; when none can, the table is unjudged (the harness's
+limit), never failed; and a damaged table fails under the capable reader even where its row count
+is right."""
 
 import json
 import subprocess
@@ -20,6 +21,7 @@ from harness.run.runner import Runner, RunPlan
 from harness.services.envs import installed_version, requirements_env
 from harness.services.stacks.embedded import EmbeddedStack
 from reports.summary import verdict_text
+from reports.verdict import outcome_of, reason_of
 from scenarios import get_scenario
 
 WRITER = "pyiceberg-equality-delete"
@@ -80,15 +82,35 @@ def test_its_upsert_is_judged_by_the_forks_reader_and_the_verdict_names_it(setti
     assert record.metadata_files == 1 and record.snapshots_added == record.batches
 
 
-def test_without_a_capable_reader_the_verdict_fails_saying_how_to_get_one(runner, tiny_sets):
+def test_by_default_the_cheapest_capable_reader_is_chosen_and_named(runner, tiny_sets):
+    """No --verify-with: the oracle's pyiceberg cannot apply the deletes, so the cheapest verifier
+    that can (the fork's reader, one Python process) judges the rows; the writer is never failed
+    for the harness's limit."""
+    assert runner.settings.verify_with == "pyiceberg"
+    record = upsert(runner, tiny_sets)
+    failed = [f"{c.name}: {c.reason}" for c in record.verdict.failed]
+    assert record.status == "ok" and record.verdict.passed, (record.error, failed)
+    assert record.verdict.judged_by == FORK and record.verified_with == "pyiceberg"
+    assert outcome_of(record) == "pass"
+    assert checks_of(record)["row_count"].passed and checks_of(record)["content_checksum"].passed
+    # The fork's read is a judging process of its own: measured, and the largest peak is recorded.
+    assert record.verifier_peak_rss_bytes and record.oracle_peak_rss_bytes
+    assert record.verify_peak_rss_bytes == max(record.verifier_peak_rss_bytes, record.oracle_peak_rss_bytes)
+
+
+def test_when_no_capable_reader_can_run_the_table_is_unjudged_not_failed(settings, tiny_sets, monkeypatch):
+    runner = judged_runner(settings, "pyiceberg")
+    monkeypatch.setattr(runner, "equality_reader", lambda: "sidequery-pyiceberg: its environment: offline")
     record = upsert(runner, tiny_sets)
     assert record.status == "ok" and record.verdict.judged_by is None
+    assert not record.verdict.passed and record.verdict.unjudged
     assert [check.name for check in record.verdict.failed] == ["equality_deletes_applied"]
     unread = checks_of(record)["equality_deletes_applied"]
-    assert "the oracle's pyiceberg cannot apply" in unread.reason
-    assert "--verify-with spark" in unread.reason and f"--verify-with {FORK}" in unread.reason
+    assert unread.harness_limit and "offline" in unread.reason and "spark" in unread.reason
     assert unread.upstream == "apache/iceberg#6568"
     assert not {"row_count", "content_checksum"} & set(checks_of(record))  # never a pass of rows unread
+    assert outcome_of(record) == "unjudged" and "could not judge" in reason_of(record)
+    assert verdict_text(record, markup=False) == "unjudged (equality_deletes_applied)"
 
 
 @pytest.fixture
@@ -102,8 +124,11 @@ def fresh_upsert_table(tiny_sets, tmp_path):
     return scenario, table, capture_state(table)
 
 
-def damaged_verdict(fork_python, tiny_sets, fresh_upsert_table, damage: str, verify_with: str):
-    """Upsert with the fork, with `damage`, then the oracle's verdict through `verify_with`."""
+def damaged_verdict(
+    fork_python, tiny_sets, fresh_upsert_table, damage: str, verify_with: str, equality_reader=None
+):
+    """Upsert with the fork, with `damage`, then the oracle's verdict through `verify_with` (and
+    `equality_reader`, the runner's choice of a capable reader, where that cannot apply deletes)."""
     scenario, table, before = fresh_upsert_table
     spec = {
         "catalog": {key: str(value) for key, value in table.catalog.properties.items()},
@@ -116,7 +141,8 @@ def damaged_verdict(fork_python, tiny_sets, fresh_upsert_table, damage: str, ver
     )
     assert done.returncode == 0, done.stderr[-2000:]
     verifier = get_verifier(verify_with)
-    verifier.python = fork_python if verifier.environment else None
+    if verifier is not None:
+        verifier.python = fork_python if verifier.environment else None
     verdict, _ = judge(
         table.refresh(),
         expected=scenario.expected_after(tiny_sets),
@@ -124,6 +150,7 @@ def damaged_verdict(fork_python, tiny_sets, fresh_upsert_table, damage: str, ver
         before=before,
         single_commit=False,
         verifier=verifier,
+        equality_reader=equality_reader,
     )
     return verdict
 
@@ -138,6 +165,19 @@ def test_a_damaged_equality_delete_table_fails_under_the_forks_reader(
     assert checks["row_count"].passed, [c.reason for c in verdict.failed]  # only the content tells
     assert checks["content_checksum"].passed is (damage == "none")
     assert verdict.passed is (damage == "none"), [c.reason for c in verdict.failed]
+
+
+@pytest.mark.parametrize("damage", ["none", "wrong-key-deleted"])
+def test_a_damaged_table_fails_for_real_under_the_reader_chosen_by_default(
+    runner, fork_python, tiny_sets, fresh_upsert_table, damage
+):
+    verdict = damaged_verdict(
+        fork_python, tiny_sets, fresh_upsert_table, damage, "pyiceberg", runner.equality_reader
+    )
+    assert verdict.judged_by == FORK and not verdict.unjudged
+    assert verdict.passed is (damage == "none"), [c.reason for c in verdict.failed]
+    if damage != "none":
+        assert [c.name for c in verdict.failed] == ["content_checksum"]
 
 
 @needs_spark
@@ -159,3 +199,6 @@ def test_on_s3_and_rest_the_forks_reader_judges_it(services_runner, tiny_sets):
     failed = [f"{c.name}: {c.reason}" for c in record.verdict.failed]
     assert record.stack == "local-services" and record.status == "ok", (record.error, failed)
     assert record.verdict.passed and record.verdict.judged_by == FORK, failed
+    # The stack's servers are measured apart from the run (and, in a box, run beside it).
+    assert set(record.service_peak_rss_bytes) == {"moto S3 server", "REST catalog server"}
+    assert min(record.service_peak_rss_bytes.values()) > 10 * 2**20

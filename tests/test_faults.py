@@ -11,15 +11,19 @@ from pathlib import Path
 
 import pytest
 
+from harness.base.caps import format_size
 from harness.engines.spark import missing_jars
 from harness.engines.worker import run
 from harness.engines.writers import Operation, StepTimer, WriteJob, Writer, writers
 from harness.model import KillNote, WorkerSpec
+from harness.run import runner as runner_module
 from harness.run.matrix import MatrixConfig
 from harness.run.runner import RunPlan
 from harness.services.launcher import Launch
 from harness.services.stacks import close_catalog
 from harness.services.stacks.embedded import EmbeddedStack
+from reports.summary import verdict_text
+from reports.verdict import reason_of
 from scenarios import get_scenario, scenarios
 from scenarios.crash_mid_write import read_kill_note
 
@@ -86,6 +90,31 @@ def test_killed_writer_leaves_the_last_committed_snapshot(runner, tiny_sets, exp
     else:
         assert (record.orphan_files > 0) == (writer in STAGE_FILES_BEFORE_COMMIT), record.orphan_files
         assert (record.orphan_bytes > 0) == (record.orphan_files > 0)
+
+
+def test_a_write_killed_mid_way_records_what_it_left_and_the_verdict_says_so(runner, tiny_sets):
+    """Killed before its commit, add-files has staged its data files: garbage no metadata reaches,
+    counted in files and bytes, shown in the verdict's reason and the summary's verdict cell."""
+    plan = RunPlan("crash-before-commit", "pyiceberg-add-files", "tiny", tiny_sets, 2_000, cap_bytes=1 << 30)
+    record = runner.run(plan)
+    assert record.status == "error" and record.orphan_files > 0 and record.orphan_bytes > 0
+    left = f"left {record.orphan_files} files, {format_size(record.orphan_bytes)}"
+    assert reason_of(record).startswith(f"{left}; killed by SIGKILL at before-commit")
+    assert verdict_text(record, markup=False).endswith(f"; {left}")
+
+
+def test_what_a_failed_write_left_is_counted_even_when_the_oracle_cannot_judge(
+    runner, tiny_sets, monkeypatch
+):
+    def unreadable(*args, **kwargs):
+        raise OSError("the read-back broke")
+
+    monkeypatch.setattr(runner_module, "judge", unreadable)
+    plan = RunPlan("crash-before-commit", "pyiceberg-add-files", "tiny", tiny_sets, 2_000, cap_bytes=1 << 30)
+    record = runner.run(plan)
+    assert [check.name for check in record.verdict.failed] == ["operation_completed", "table_readable"]
+    assert record.orphan_files > 0 and record.orphan_bytes > 0
+    assert reason_of(record).startswith(f"left {record.orphan_files} files")
 
 
 # Writers that write at all (iceberg-rust's row is refused for that, before any scenario).

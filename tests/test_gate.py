@@ -139,6 +139,20 @@ def test_an_ok_run_that_now_fails_regresses(tmp_path, status):
     assert (regressions[0].base, regressions[0].current) == ("ok", status)
 
 
+def test_a_failed_write_leaving_more_garbage_regresses_like_orphans_after_success(tmp_path):
+    """OOM-killed in the baseline and now: the files it left no metadata reaches are its orphans,
+    gated as a success's are (orphan_files_delta 0); the same garbage passes."""
+
+    def killed(files: int) -> list[RunRecord]:
+        runs = three(status="oom")
+        return [r.model_copy(update={"orphan_files": files, "orphan_bytes": files * MIB}) for r in runs]
+
+    regressions = gate_of(tmp_path, killed(0), killed(4))
+    assert kinds(regressions) == [("orphan_files", "orphan_files")]
+    assert (regressions[0].base, regressions[0].current) == (0, 4)
+    assert gate_of(tmp_path / "same", killed(4), killed(4)) == []
+
+
 def test_peak_memory_beyond_the_ratio_regresses(tmp_path):
     regressions = gate_of(tmp_path, three(peak_mib=500), three(peak_mib=700))
     assert kinds(regressions) == [("peak_memory", "peak_memory_bytes")]

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.base.caps import cgroup_parent
+from harness.base.caps import CgroupCap, cgroup_parent, kill_all_inside
 from harness.base.results import read_runs
+from harness.run.matrix import prepare_data
 from harness.services.own_memory import measure_peak_rss, peak_since_start
 from reports.baseline import newest_results_folder
+from reports.verdict import reason_of
 
 pytestmark = [
     pytest.mark.usefixtures("cli_settings"),
@@ -52,6 +54,24 @@ def test_a_run_inside_the_box_counts_harness_and_worker_together(settings, tiny_
     assert not _boxes_left(pid)
 
 
+def test_a_worker_killed_because_the_box_filled_is_recorded_as_the_boxs_kill(settings):
+    """Worker cap and box alike at 700 MiB: pyiceberg-table materialises `small` (~700 MiB) while
+    the harness holds its own share of the box, so the box fills first: the record names the box,
+    the cap that applied and the box at the kill, never a cap the worker did not reach."""
+    prepare_data(settings, "small", ["base"])  # generated outside the box: it is not the run's
+    done, _ = _icebench(
+        "--preset", "small", "--scenario", "append", "--writer", "pyiceberg-table",
+        "--memory", "700m", "--harness-memory", "700m", "--no-scan-cost",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (record,) = read_runs(newest_results_folder(settings.results_dir))
+    assert record.status == "oom" and record.oom_limit == "harness box", record.error
+    assert record.cap_bytes == record.box_cap_bytes == 700 * 2**20
+    assert record.box_rss_at_kill_bytes > record.peak_rss_bytes  # the worker was not alone in it
+    assert record.error.startswith("OOM-killed by the kernel: the 700.0 MiB harness box filled")
+    assert reason_of(record).startswith("OOM-killed when the 700.0 MiB harness box filled (rss ")
+
+
 def test_a_box_too_small_for_the_harness_is_one_line_and_leaves_nothing(tiny_sets):
     done, pid = _icebench(
         "--scenario", "append", "--writer", "pyiceberg-table", "--memory", "100m", "--harness-memory", "120m"
@@ -81,3 +101,92 @@ def test_the_harness_peak_outlives_the_oracles_resets():
 def resident_bytes() -> int:
     status = Path("/proc/self/status").read_text()
     return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) * 1024
+
+
+# A harness in its box launches one worker that grows until the kernel kills it; it prints whose
+# limit the kill hit, the cap that applied and the box's figures at the kill (harness/run/classify.py).
+KILLED_IN_THE_BOX = """
+import json, sys, tempfile
+from pathlib import Path
+from harness.base.caps import CgroupCap, cgroup_parent
+from harness.run.classify import box_oom_text, oom_limit
+from harness.services.launcher import launch_worker
+grow = "import time\\nchunks = []\\nwhile True:\\n    chunks.append(b'x' * 2**23)\\n    time.sleep(0.02)"
+folder = Path(tempfile.mkdtemp())
+cap = CgroupCap(int(sys.argv[1]) * 2**20, cgroup_parent())
+try:
+    launched = launch_worker(
+        cap, folder / "spec", folder / "log", timeout_s=60, sample_interval_s=0.02, timeline_points=10,
+        python_arguments=["-c", grow], environment={},
+    )
+finally:
+    cap.close()
+print(json.dumps({
+    "kills": launched.oom_kills, "limit": oom_limit(launched), "applied": launched.enforced_cap_bytes,
+    "box": launched.box_cap_bytes, "box_rss": launched.box_at_end.rss_bytes, "text": box_oom_text(launched),
+}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("box_mib", "worker_mib", "limit"), [(600, 600, "harness box"), (900, 300, "worker cap")]
+)
+def test_an_oom_kill_names_the_limit_it_hit_and_the_cap_that_applied(box_mib, worker_mib, limit):
+    """Equal caps: the harness (its imports) and the worker share the box, which fills while the
+    worker is under its own cap, and the record must say so; a box with room: the worker's cap."""
+    import json
+
+    parent = cgroup_parent()
+    box = CgroupCap(box_mib * 2**20, parent, prefix="icebench-harness")
+    try:
+        done = subprocess.run(
+            [*box.launch_prefix(), sys.executable, "-c", KILLED_IN_THE_BOX, str(worker_mib)],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    finally:
+        kill_all_inside(box.path)
+        box.close()
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["kills"] == 1 and found["limit"] == limit, found
+    assert found["box"] == box_mib * 2**20 and found["applied"] == min(box_mib, worker_mib) * 2**20
+    if limit == "harness box":  # the box was full of harness and worker together
+        assert found["box_rss"] > 0.8 * box_mib * 2**20
+        assert found["text"].startswith(f"OOM-killed by the kernel: the {box_mib}.0 MiB harness box filled")
+
+
+# A harness in its box starts the S3 server as the local-services stack does, and tells where it runs.
+SERVER_FROM_THE_BOX = """
+import json, tempfile
+from pathlib import Path
+from harness.base.caps import harness_box
+from harness.services.object_store import MotoS3Server
+from harness.services.processes import _RUNNING, service_peaks
+with MotoS3Server().running(Path(tempfile.mkdtemp())):
+    (pid,) = _RUNNING.values()
+    memory = next(line for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines() if ":memory:" in line)
+    server = memory.split(":", 2)[2]
+    print(json.dumps({"box": str(harness_box().path), "server": server, "peaks": service_peaks()}))
+"""
+
+
+def test_the_stacks_servers_run_beside_the_box_their_peak_recorded_apart():
+    """moto and the REST catalog are the stack's, not the user's container: started from inside the
+    box, they run in the box's parent cgroup, and their resident peak is kept by name."""
+    import json
+
+    box = CgroupCap(900 * 2**20, cgroup_parent(), prefix="icebench-harness")
+    try:
+        done = subprocess.run(
+            [*box.launch_prefix(), sys.executable, "-c", SERVER_FROM_THE_BOX],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    finally:
+        kill_all_inside(box.path)
+        box.close()
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    box_path = Path(found["box"])
+    assert box_path == box.path
+    assert "/sys/fs/cgroup/memory" + found["server"] == str(box_path.parent)  # beside the box, not in it
+    assert found["peaks"]["moto S3 server"] > 10 * 2**20

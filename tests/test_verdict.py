@@ -30,6 +30,7 @@ from reports.plots import (
 )
 from reports.report import write_report
 from reports.screenshot import SCREEN_HEIGHT, chromium, plot_positions, screenshot
+from reports.summary import left_text, verdict_text
 from reports.terminal import as_blocks, fitted, needed_width, rich_table
 from reports.verdict import reason_of, verdict_groups, verdict_table
 
@@ -103,6 +104,44 @@ def test_an_oom_with_a_known_cause_links_its_issue():
         verdict=Verdict(passed=False, checks=[failed_check(OPERATION_COMPLETED, error)]),
     )  # fmt: skip
     assert reason_of(record) == "OOM-killed at the cap 4.0 GiB, peak 3.8 GiB [dlt-hub/dlt#3752]"
+
+
+def synthetic_oom(**fields) -> RunRecord:
+    return RunRecord(**{
+        "run_id": "synthetic", "scenario": "append", "writer": "duckdb", "preset": "wide",
+        "stack": "embedded", "operation": "append", "status": "oom", "error": "OOM-killed",
+        "rows": 1_000_000, "batch_rows": 10_000, "isolation": "cgroup", "cap_bytes": 4 << 30,
+        "started_at": "2026-01-01T00:00:00+00:00", "peak_memory_bytes": 3_970_000_000,
+        "verdict": Verdict(passed=False, checks=[failed_check(OPERATION_COMPLETED, "OOM-killed")]),
+        **fields,
+    })  # fmt: skip
+
+
+def test_an_oom_where_the_box_filled_names_the_box_and_what_the_write_left():
+    """At `wide` in the 4 GiB box: the worker under its own cap, the box full (harness, oracle and
+    worker); DuckDB's OOM left 4 files of 914 MB no metadata reaches."""
+    record = synthetic_oom(
+        oom_limit="harness box", box_cap_bytes=4 << 30, box_rss_at_kill_bytes=4_200_000_000,
+        orphan_files=4, orphan_bytes=914_000_000,
+    )  # fmt: skip
+    assert reason_of(record) == (
+        "OOM-killed when the 4.0 GiB harness box filled (rss 3.9 GiB), peak 3.7 GiB; left 4 files, 871.7 MiB"
+    )
+    assert verdict_text(record, markup=False) == "FAIL operation_completed; left 4 files, 871.7 MiB"
+    worker_cap = synthetic_oom(oom_limit="worker cap", box_cap_bytes=4 << 30)
+    assert reason_of(worker_cap) == "OOM-killed at the cap 4.0 GiB, peak 3.7 GiB"
+
+
+def test_a_failed_write_shows_what_it_left_first_and_a_success_shows_nothing():
+    error = synthetic_oom(
+        status="error", error="worker died with exit code 1", orphan_files=1, orphan_bytes=2048
+    )
+    assert reason_of(error) == "left 1 file, 2.0 KiB; worker died with exit code 1"
+    clean = synthetic_oom(
+        status="error", error="worker died with exit code 1", orphan_files=0, orphan_bytes=0
+    )
+    assert reason_of(clean) == "worker died with exit code 1"
+    assert left_text(synthetic_oom(status="ok", orphan_files=3, orphan_bytes=10)) == ""
 
 
 def test_the_terminal_verdict_fits_100_columns(verdict_runs):

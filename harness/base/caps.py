@@ -121,38 +121,24 @@ class MemoryCap:
         """Release what the cap created."""
 
 
-class CgroupCap(MemoryCap):
-    method = "cgroup-v1"
+def enter_cgroup_prefix(path: Path) -> list[str]:
+    """What goes in front of a command so that it moves itself into the cgroup at `path` before
+    exec: every byte it maps is counted there."""
+    return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(path)]
 
-    def __init__(self, cap_bytes: int, parent: Path, prefix: str = WORKER_PREFIX) -> None:
-        super().__init__(cap_bytes)
-        self.path = parent / f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        self.path.mkdir()
-        try:
-            self._write("memory.limit_in_bytes", cap_bytes)
-            memsw = self.path / "memory.memsw.limit_in_bytes"
-            if memsw.exists():  # no swap either: the cap is the cap
-                memsw.write_text(str(cap_bytes))
-            # What the kernel holds (rounded to pages), not what was asked: the figure recorded.
-            self.cap_bytes = self._read_int("memory.limit_in_bytes")
-        except OSError:
-            self.close()
-            raise
 
-    def _write(self, name: str, value: int) -> None:
-        (self.path / name).write_text(str(value))
+class Cgroup:
+    """The figures the kernel keeps for a cgroup v1 memory cgroup (hierarchical: its descendants'
+    memory counts too)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
 
     def _read_int(self, name: str) -> int:
         return int((self.path / name).read_text())
 
-    @property
-    def hierarchy_path(self) -> str:
-        """The cgroup as the hierarchy names it (what docker's --cgroup-parent takes)."""
-        return "/" + str(self.path.relative_to(CGROUP_ROOT))
-
-    def launch_prefix(self) -> list[str]:
-        # The child moves itself into the cgroup before exec, so every byte it maps is counted.
-        return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(self.path)]
+    def limit_bytes(self) -> int:
+        return self._read_int("memory.limit_in_bytes")
 
     def sample(self) -> MemoryUsage | None:
         try:
@@ -167,11 +153,53 @@ class CgroupCap(MemoryCap):
         return self._read_int("memory.max_usage_in_bytes")
 
     def oom_kills(self) -> int:
+        """Kills of processes in this cgroup itself: the kernel counts a kill at the victim's
+        cgroup, whichever limit (its own or an ancestor's) was hit."""
         for line in (self.path / "memory.oom_control").read_text().splitlines():
             key, _, value = line.partition(" ")
             if key == "oom_kill":
                 return int(value)
         return 0
+
+
+def harness_box() -> Cgroup | None:
+    """The --harness-memory box this process runs in (its own cgroup or an ancestor), if any."""
+    cgroup = _own_memory_cgroup()
+    while cgroup is not None and cgroup != CGROUP_ROOT and cgroup.is_relative_to(CGROUP_ROOT):
+        if cgroup.name.startswith(f"{HARNESS_BOX_PREFIX}-"):
+            return Cgroup(cgroup)
+        cgroup = cgroup.parent
+    return None
+
+
+class CgroupCap(Cgroup, MemoryCap):
+    method = "cgroup-v1"
+
+    def __init__(self, cap_bytes: int, parent: Path, prefix: str = WORKER_PREFIX) -> None:
+        MemoryCap.__init__(self, cap_bytes)
+        Cgroup.__init__(self, parent / f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        self.path.mkdir()
+        try:
+            self._write("memory.limit_in_bytes", cap_bytes)
+            memsw = self.path / "memory.memsw.limit_in_bytes"
+            if memsw.exists():  # no swap either: the cap is the cap
+                memsw.write_text(str(cap_bytes))
+            # What the kernel holds (rounded to pages), not what was asked: the figure recorded.
+            self.cap_bytes = self.limit_bytes()
+        except OSError:
+            self.close()
+            raise
+
+    def _write(self, name: str, value: int) -> None:
+        (self.path / name).write_text(str(value))
+
+    @property
+    def hierarchy_path(self) -> str:
+        """The cgroup as the hierarchy names it (what docker's --cgroup-parent takes)."""
+        return "/" + str(self.path.relative_to(CGROUP_ROOT))
+
+    def launch_prefix(self) -> list[str]:
+        return enter_cgroup_prefix(self.path)
 
     def close(self, settle_s: float = 10.0) -> None:
         """Removes the cgroup and what a container runtime made below it, in every hierarchy (runc

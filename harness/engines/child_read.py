@@ -6,38 +6,49 @@ another environment's libraries end with the child, and a crash is the child's, 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from generators.checksum import Checksum
+from harness.base.caps import format_size
 from harness.base.errors import IcebenchError
+from harness.services.own_memory import run_judging_child
 
 READ_TIMEOUT_S = 1800.0
 
 
 class ChildReadFailed(IcebenchError):
-    """The reading program failed or timed out; one line naming the engine, the table and why."""
+    """The reading program failed or timed out; one line naming the engine, the table and why.
+    `harness_limit`: it was the harness's own limit (its cap, its time), not the table's fault."""
+
+    def __init__(self, message: str, harness_limit: bool = False) -> None:
+        super().__init__(message)
+        self.harness_limit = harness_limit
 
 
 def read_in_child(
     module: str, spec: BaseModel, engine: str, table: str, python: Path | None = None
 ) -> Checksum:
     """Row count and checksum of `table` as the program `module` reads it, run by `python` (another
-    environment's interpreter) or this one's."""
-    try:
-        done = subprocess.run(
-            [str(python or sys.executable), "-m", module],
-            input=spec.model_dump_json(),  # stdin, not argv: catalog properties may hold secrets
-            capture_output=True,
-            text=True,
-            timeout=READ_TIMEOUT_S,
-            check=False,
+    environment's interpreter) or this one's: a judging process, under the oracle's cap, its
+    resident peak counted with the oracle's (harness/services/own_memory.py)."""
+    done = run_judging_child(
+        [str(python or sys.executable), "-m", module],
+        spec.model_dump_json(),  # stdin, not argv: catalog properties may hold secrets
+        timeout_s=READ_TIMEOUT_S,
+    )
+    if done.oom_kills:
+        raise ChildReadFailed(
+            f"{engine} was OOM-killed reading {table} under the harness's own cap "
+            f"(peak {format_size(done.peak_rss_bytes)})",
+            harness_limit=True,
         )
-    except subprocess.TimeoutExpired:
-        raise ChildReadFailed(f"{engine} did not finish reading {table} in {READ_TIMEOUT_S:.0f} s") from None
+    if done.timed_out:
+        raise ChildReadFailed(
+            f"{engine} did not finish reading {table} in {READ_TIMEOUT_S:.0f} s", harness_limit=True
+        )
     if done.returncode != 0:
         raise ChildReadFailed(f"{engine} could not read {table}: {_last_error(done.stderr)}")
     result = json.loads(done.stdout.strip().splitlines()[-1])

@@ -5,8 +5,9 @@ On request (`--verify-with NAME`, a harness/engines/verifiers plug-in such as sp
 it as well, and must agree with pyiceberg.
 
 A table holding equality deletes is beyond pyiceberg 0.12: its rows and checksum are then judged
-as that engine reads them, if it can apply equality deletes (the verdict's `judged_by` names it);
-else the verdict fails, saying how to get one. The structure checks hold either way.
+as a verifier that applies them reads them: the one asked for, else the cheapest capable one that
+can run here, chosen by the caller (the verdict's `judged_by` names it). When none can, the table
+is unjudged, a limit of the harness, never the writer's failure. The structure checks hold either way.
 
 Content is compared with what the source manifests promise (rows, key set, order-independent
 checksum of all columns) and the schema with the source's plus the scenario's evolutions;
@@ -35,7 +36,7 @@ from generators.checksum import Checksum, short_form
 from generators.schema import KEY_COLUMN
 from harness.base.known_issues import match_known_issue
 from harness.base.reasons import counted, first_few, short_path, short_reason
-from harness.engines.verifiers import PRIMARY, Verifier, VerifierFailed, verifiers
+from harness.engines.verifiers import PRIMARY, Verifier, VerifierFailed, equality_delete_readers
 from harness.judge.difference import (
     first_difference,
     first_missing_key,
@@ -183,6 +184,8 @@ class Evidence:
 
 
 OutcomeChecks = Callable[[Evidence], list[Check]]
+# A verifier that applies equality deletes, ready to read, with its options; or why none can run here.
+EqualityReader = Callable[[], "tuple[Verifier, EngineOptions] | str"]
 
 
 def judge(
@@ -196,13 +199,14 @@ def judge(
     verifier: Verifier | None = None,
     verifier_options: EngineOptions | None = None,
     outcome_checks: OutcomeChecks | None = None,
+    equality_reader: EqualityReader | None = None,
 ) -> tuple[Verdict, dict[str, Any]]:
     """Checks the table against `expected` (what the scenario says its run must have left) and
     `expected_schema` (the source's schema plus the scenario's evolutions), then how the operation
     ended: `outcome_checks`, the scenario's (operation_checks unless its family has its own).
 
     With a `verifier` (and its options) that engine reads the table too and must reach pyiceberg's
-    checksum.
+    checksum. A table with equality deletes that `verifier` cannot apply is read by `equality_reader`'s.
     """
     after = capture_state(table)
     content = read_content(table)
@@ -210,7 +214,7 @@ def judge(
     orphans = orphan_files(table)
     metrics.update(orphan_files=len(orphans), orphan_bytes=sum(orphans.values()))
     options = verifier_options or (verifier.options() if verifier else EngineOptions())
-    checks, judged_by = _visible_content_checks(table, content, expected, verifier, options)
+    checks, judged_by = _visible_content_checks(table, content, expected, verifier, options, equality_reader)
     checks += _file_checks(table, content)
     if expected_schema is not None:
         checks.append(schema_check(table, expected_schema))
@@ -230,6 +234,7 @@ def _visible_content_checks(
     expected: Expectation,
     verifier: Verifier | None,
     options: EngineOptions,
+    equality_reader: EqualityReader | None = None,
 ) -> tuple[list[Check], str | None]:
     """The content checks and the reader whose rows they judged (None: no reader could)."""
     if not content.equality_delete_files:
@@ -238,11 +243,16 @@ def _visible_content_checks(
             checks.append(_verifier_agrees(table, content, verifier, options))
         return checks, PRIMARY
     if verifier is None or not verifier.reads_equality_deletes:
-        return [equality_deletes_unread(content.equality_delete_files, verifier)], None
+        chosen = equality_reader() if equality_reader is not None else "none was offered"
+        if isinstance(chosen, str):
+            return [equality_deletes_unread(content.equality_delete_files, verifier, chosen)], None
+        verifier, options = chosen
     try:
         theirs = verifier.read(_catalog_properties(table), ".".join(table.name()), options)
     except VerifierFailed as exc:
-        return [failed_check("table_readable", f"{verifier.name}: {exc}")], verifier.name
+        unread = failed_check("table_readable", f"{verifier.name}: {exc}")
+        unread.harness_limit = exc.harness_limit  # its cap or time ran out: not the writer's failure
+        return [unread], verifier.name
     # Its rows and checksum stand for the table's; a checksum over every column of every row,
     # with the row count, also settles what the key checks would (a wrong, missing or doubled key
     # changes it).
@@ -252,9 +262,10 @@ def _visible_content_checks(
     ], verifier.name
 
 
-def equality_deletes_unread(files: int, verifier: Verifier | None) -> Check:
-    """The failed check of a table whose visible rows no reader at hand can tell."""
-    capable = [name for name, reader in verifiers().items() if reader.reads_equality_deletes]
+def equality_deletes_unread(files: int, verifier: Verifier | None, why_none: str) -> Check:
+    """The check of a table whose visible rows no reader the harness has here can tell: a limit of
+    the harness (`harness_limit`), not the writer's failure."""
+    capable = [reader.name for reader in equality_delete_readers()]
     also = f"; --verify-with {verifier.name} cannot apply them either" if verifier is not None else ""
     return Check(
         name="equality_deletes_applied",
@@ -262,9 +273,10 @@ def equality_deletes_unread(files: int, verifier: Verifier | None) -> Check:
         expected="a reader that applies equality deletes",
         actual={"equality_delete_files": files, "readers": [PRIMARY, *([verifier.name] if verifier else [])]},
         reason=f"the table holds {files} equality-delete files, which the oracle's pyiceberg cannot "
-        f"apply (its planning refuses them), so its rows are not judged{also}: for a verdict run with "
-        + " or ".join(f"--verify-with {name}" for name in capable),
+        f"apply (its planning refuses them), and no capable reader could run ({why_none}){also}, so "
+        f"its rows are not judged: the readers that can are {', '.join(capable)}",
         upstream=EQUALITY_DELETES_UPSTREAM,
+        harness_limit=True,
     )
 
 
@@ -551,7 +563,9 @@ def _verifier_agrees(
     try:
         theirs = verifier.read(_catalog_properties(table), ".".join(table.name()), options)
     except VerifierFailed as exc:
-        return failed_check("engines_agree", f"pyiceberg read {ours.rows} rows, but {exc}")
+        disagreed = failed_check("engines_agree", f"pyiceberg read {ours.rows} rows, but {exc}")
+        disagreed.harness_limit = exc.harness_limit
+        return disagreed
     return engines_agree("pyiceberg", ours, verifier.name, theirs)
 
 

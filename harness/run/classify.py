@@ -10,7 +10,7 @@ from typing import Any
 from harness.base.caps import format_size
 from harness.base.growth import late_early_ratio
 from harness.judge.scan_cost import ScanReport
-from harness.model import Feed, KillNote, Status, WorkerOutcome, WorkerResult
+from harness.model import Feed, KillNote, OomLimit, Status, WorkerOutcome, WorkerResult
 from harness.services.launcher import Launch
 
 
@@ -45,6 +45,12 @@ def classify(
         worker_log=str(log),
     )
     outcome.peak_rss_bytes = peak_rss(launched, result)
+    outcome.box_cap_bytes = launched.box_cap_bytes
+    if launched.oom_kills:
+        outcome.oom_limit = oom_limit(launched)
+        if launched.box_at_end is not None:
+            outcome.box_usage_at_kill_bytes = launched.box_at_end.usage_bytes
+            outcome.box_rss_at_kill_bytes = launched.box_at_end.rss_bytes
     if result is not None:
         outcome.write_s = result.write_s
         outcome.step_latencies_s = result.step_latencies_s
@@ -58,6 +64,21 @@ def classify(
     if outcome.status == "oom" and fed is not None:
         outcome.error = f"{outcome.error}, {fed_text(*fed, oom_after_feed_cause)}"
     return outcome
+
+
+def oom_limit(launched: Launch) -> OomLimit:
+    """Whose limit an OOM kill hit. The kernel counts the kill at the victim's cgroup whichever
+    limit was hit (and memory.failcnt stays 0 here), so it is told from the last samples: the
+    cgroup with less room left for anonymous memory, the worker's cap or the box around it (the
+    harness, its oracle and whatever else lives there share the box)."""
+    worker, box = launched.worker_at_end, launched.box_at_end
+    if launched.box_cap_bytes is None or box is None:
+        return "worker cap"
+    if launched.worker_cap_bytes is None or worker is None:
+        return "harness box"
+    worker_room = launched.worker_cap_bytes - worker.rss_bytes
+    box_room = launched.box_cap_bytes - box.rss_bytes
+    return "harness box" if box_room <= worker_room else "worker cap"
 
 
 def fed_text(fed: int, rows: int, cause_once_all_fed: str | None) -> str:
@@ -108,6 +129,8 @@ def status_of(
     timeout_s: float,
 ) -> tuple[Status, str | None]:
     cap = format_size(cap_bytes)
+    if launched.oom_kills and oom_limit(launched) == "harness box":
+        return "oom", box_oom_text(launched)
     if launched.oom_kills:
         return "oom", f"OOM-killed by the kernel at a {cap} cap (oom_kill count {launched.oom_kills})"
     if isinstance(result, KillNote):  # a scenario passes one on only when the exit code shows the SIGKILL
@@ -121,6 +144,20 @@ def status_of(
     if isolation == "rlimit" and _mentions_memory_error(launched):
         return "oom", f"allocation failed under a {cap} rlimit cap before the worker could report"
     return "error", _death_notice(launched, log)
+
+
+def box_oom_text(launched: Launch) -> str:
+    """An OOM kill where the harness box filled, not the worker's cap: the box's figures at the kill."""
+    box, worker = launched.box_at_end, launched.worker_at_end
+    at_kill = ""
+    if box is not None:
+        at_kill = f" (usage {format_size(box.usage_bytes)}, rss {format_size(box.rss_bytes)} at the kill)"
+    own = f"rss {format_size(worker.rss_bytes)} " if worker else ""
+    return (
+        f"OOM-killed by the kernel: the {format_size(launched.box_cap_bytes)} harness box filled{at_kill}, "
+        f"not the worker's {format_size(launched.worker_cap_bytes)} cap (its {own}beside the harness and "
+        f"its oracle; oom_kill count {launched.oom_kills})"
+    )
 
 
 def _death_notice(launched: Launch, log: Path) -> str:

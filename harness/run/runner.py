@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pyiceberg.table import Table
+
 from harness.base.caps import CgroupCap, MemoryCap, format_size, make_cap, resolve_isolation
 from harness.base.errors import IcebenchError, one_line, warn
 from harness.base.progress import ProgressReport, read_progress, watching
@@ -25,11 +27,12 @@ from harness.base.results import ResultsStore, now_iso, read_report
 from harness.base.settings import Settings
 from harness.base.signals import signals_held
 from harness.engines.availability import unavailable_in
-from harness.engines.verifiers import get_verifier
+from harness.engines.verifiers import Verifier, equality_delete_readers, get_verifier
 from harness.engines.writers import Writer, get_writer
-from harness.judge.oracle import TableState, capture_state, judge, unreadable_verdict
+from harness.judge.oracle import TableState, capture_state, judge, orphan_files, unreadable_verdict
 from harness.judge.scan_cost import SCAN_PROGRAM, ScanReport, ScanSpec, selective_keys
 from harness.model import (
+    EngineOptions,
     Expectation,
     Feed,
     RunRecord,
@@ -45,6 +48,7 @@ from harness.services.envs import Variant, library_env, pinned_versions, require
 from harness.services.launcher import Launch, RunningWorkers, WorkerHandle, launch_worker
 from harness.services.leftovers import SCRATCH_FOLDER
 from harness.services.own_memory import measure_peak_rss
+from harness.services.processes import service_peaks
 from harness.services.profiling import render_flamegraph, worker_arguments
 from harness.services.stacks import RunCatalog, Stack, close_catalog
 from scenarios import get_scenario
@@ -57,6 +61,10 @@ WORKER_FIGURES = set(WorkerOutcome.model_fields) & set(RunRecord.model_fields) -
     "error",  # run_error()
     "memory_timeline",  # not dumped (exclude=True): copied as is
 }
+
+
+# What an OOM-killed worker's figures say of the kill: whose limit and the box's at the kill.
+OOM_FIGURES = {"oom_limit", "box_usage_at_kill_bytes", "box_rss_at_kill_bytes"}
 
 
 @dataclass
@@ -96,7 +104,9 @@ class Judgement:
     verdict: Verdict
     metrics: dict[str, Any]
     verify_s: float
-    verify_peak_rss_bytes: int | None
+    verify_peak_rss_bytes: int | None  # the largest of the judging processes' peaks
+    oracle_peak_rss_bytes: int | None = None  # the harness process's
+    verifier_peak_rss_bytes: int | None = None  # a verifier's child process's
 
 
 class WorkerCouldNotStart(IcebenchError):
@@ -137,6 +147,31 @@ class Runner:
             )
         if self.verifier and self.verifier.environment:  # made once, before any run needs it
             self.verifier.python = requirements_env(self.verifier.environment, self.envs_root)
+        # The reader of tables with equality deletes when the one asked for cannot apply them:
+        # chosen on the first such table (see equality_reader), then kept.
+        self._equality_reader: tuple[Verifier, EngineOptions] | str | None = None
+
+    def equality_reader(self) -> tuple[Verifier, EngineOptions] | str:
+        """The cheapest verifier that applies equality deletes and can run on this stack, with its
+        environment made and its options; else why none can (the table is then unjudged, a limit
+        of the harness)."""
+        if self._equality_reader is None:
+            reasons = []
+            for candidate in equality_delete_readers():
+                why = candidate.unavailable() or candidate.supports_catalog(self.stack.catalog_shape)
+                reader = candidate()
+                if why is None and candidate.environment:
+                    try:
+                        reader.python = requirements_env(candidate.environment, self.envs_root)
+                    except (IcebenchError, OSError, subprocess.SubprocessError) as exc:
+                        why = f"its environment: {one_line(exc)}"
+                if why is None:
+                    self._equality_reader = reader, self.settings.engine_options(candidate.options)
+                    break
+                reasons.append(f"{candidate.name}: {why}")
+            else:
+                self._equality_reader = "; ".join(reasons) or "no verifier applies them"
+        return self._equality_reader
 
     def run(self, plan: RunPlan) -> RunRecord:
         """One run of `plan` on a table of its own, created for it and removed afterwards."""
@@ -200,6 +235,7 @@ class Runner:
                 else {}
             )
             record = build_record(identity, ends, judgement, scan)
+            record.service_peak_rss_bytes = service_peaks()  # the stack's servers, outside the box
             if self.settings.profile == "memray" and (flamegraph := render_flamegraph(work)):
                 record.profile_flamegraph = str(flamegraph)
         except RunFailed as failed:
@@ -494,6 +530,7 @@ class Runner:
         start = time.perf_counter()
         catalog = run_catalog.open()
         metrics: dict[str, Any] = {}
+        table = None
         try:
             with measure_peak_rss() as peak:
                 table = catalog.load_table(scenario.table_identifier(run_catalog.namespace))
@@ -507,12 +544,15 @@ class Runner:
                     verifier=self.verifier,
                     verifier_options=self.verifier_options,
                     outcome_checks=lambda evidence: scenario.outcome_checks(evidence, ends, plan.sets),
+                    equality_reader=self.equality_reader,
                 )
         except Exception as exc:  # what a writer left may break the reader too: a verdict, not a crash
             verdict = unreadable_verdict(error, one_line(exc))
+            metrics = left_behind(table) if table is not None else {}
         finally:
             close_catalog(catalog)
-        return Judgement(verdict, metrics, round(time.perf_counter() - start, 3), peak.bytes)
+        verify_s = round(time.perf_counter() - start, 3)
+        return Judgement(verdict, metrics, verify_s, peak.largest, peak.bytes, peak.largest_child)
 
     def _release(self, run_catalog: RunCatalog, keep: bool) -> None:
         """The run's tables and files removed; a failure to is said, never lost, never fatal."""
@@ -526,6 +566,16 @@ class Runner:
     def _finish(self, record: RunRecord) -> RunRecord:
         self.store.append(record)
         return record
+
+
+def left_behind(table: Table) -> dict[str, Any]:
+    """The orphans of a table the oracle could load but not judge: what a failed write left is
+    counted all the same (none when even its metadata cannot be walked)."""
+    try:
+        orphans = orphan_files(table)
+    except Exception:  # the metadata itself is what broke the judgement: nothing to count by
+        return {}
+    return {"orphan_files": len(orphans), "orphan_bytes": sum(orphans.values())}
 
 
 def run_error(ends: list[WorkerEnd]) -> str | None:
@@ -551,6 +601,8 @@ def build_record(
         verdict=judgement.verdict,
         verify_s=judgement.verify_s,
         verify_peak_rss_bytes=judgement.verify_peak_rss_bytes,
+        oracle_peak_rss_bytes=judgement.oracle_peak_rss_bytes,
+        verifier_peak_rss_bytes=judgement.verifier_peak_rss_bytes,
         workers=outcomes if len(outcomes) > 1 else [],
     )
 
@@ -564,7 +616,10 @@ def combined_figures(outcomes: list[WorkerOutcome]) -> dict[str, Any]:
     failure (an OOM first)."""
     hungriest = max(outcomes, key=lambda outcome: outcome.peak_memory_bytes or 0)
     failed = [outcome for outcome in outcomes if outcome.status != "ok"]
+    killed = next((outcome for outcome in outcomes if outcome.oom_limit), None)
     return {
+        "box_cap_bytes": hungriest.box_cap_bytes,
+        **(killed.model_dump(include=OOM_FIGURES) if killed else {}),
         "status": "oom" if any(o.status == "oom" for o in failed) else "error" if failed else "ok",
         "wall_s": max(outcome.wall_s or 0 for outcome in outcomes),
         "write_s": max((o.write_s for o in outcomes if o.write_s is not None), default=None),

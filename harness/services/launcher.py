@@ -18,8 +18,8 @@ from typing import IO, Protocol
 
 import psutil
 
-from harness.base.caps import MemoryCap, MemoryUsage
-from harness.base.orphan_guard import child_environment
+from harness.base.caps import MemoryCap, MemoryUsage, harness_box
+from harness.base.orphan_guard import child_environment, guarded
 
 
 @dataclass
@@ -32,7 +32,15 @@ class Launch:
     timeline: list[tuple[float, int, int]] = field(default_factory=list)
     cache_at_peak_bytes: int | None = None  # page cache in the sample where usage peaked
     output: OutputTail | None = None  # the end of what the worker printed
-    enforced_cap_bytes: int | None = None  # the cap as the kernel holds it (None: none enforced)
+    # The cap that applied: the worker's as the kernel holds it, or the harness box's where that is
+    # smaller (None: none enforced).
+    enforced_cap_bytes: int | None = None
+    worker_cap_bytes: int | None = None  # the worker's own cap as the kernel holds it
+    box_cap_bytes: int | None = None  # the --harness-memory box the worker nests in (None: no box)
+    # The worker's and the box's samples, taken together, where the worker's resident memory
+    # peaked (an OOM kill: within one interval of it), so that the limit a kill hit can be told.
+    worker_at_end: MemoryUsage | None = None
+    box_at_end: MemoryUsage | None = None
 
 
 # A traceback's last line (`OSError: [Errno 28] No space left on device`): the reason it died.
@@ -112,12 +120,19 @@ class Sampler(threading.Thread):
         self.cap, self.pid, self.interval = cap, pid, interval
         self.samples: list[tuple[float, int, int]] = []
         self.peak: MemoryUsage | None = None  # the sample with the highest usage
+        self.box = harness_box()  # sampled beside the worker: the box may fill before the cap
+        # The worker's sample of highest rss and the box's taken with it.
+        self.last: MemoryUsage | None = None
+        self.box_last: MemoryUsage | None = None
         self.stopped = threading.Event()
         self.start_time = time.perf_counter()
 
     def run(self) -> None:
         while not self.stopped.wait(self.interval):
             usage = self.cap.sample() or (_tree_usage(self.pid) if self.pid else None)
+            box = self.box.sample() if self.box is not None else None
+            if usage and (self.last is None or usage.rss_bytes >= self.last.rss_bytes):
+                self.last, self.box_last = usage, box  # the worker's resident peak so far
             if usage:
                 self.samples.append(
                     (round(time.perf_counter() - self.start_time, 3), usage.usage_bytes, usage.rss_bytes)
@@ -253,6 +268,7 @@ def supervise(
         sampler.join()
     wall = time.perf_counter() - start
     timeline = sampler.samples
+    box_cap = sampler.box.limit_bytes() if sampler.box is not None else None
     peak = cap.peak_bytes() or max((s[1] for s in timeline), default=None)
     return Launch(
         returncode=returncode,
@@ -262,8 +278,98 @@ def supervise(
         timed_out=timed_out.is_set(),
         timeline=downsample(timeline, timeline_points),
         cache_at_peak_bytes=sampler.peak.cache_bytes if sampler.peak and cap.cap_bytes else None,
-        enforced_cap_bytes=cap.cap_bytes,
+        enforced_cap_bytes=applied_cap(cap.cap_bytes, box_cap),
+        worker_cap_bytes=cap.cap_bytes,
+        box_cap_bytes=box_cap,
+        worker_at_end=sampler.last,
+        box_at_end=sampler.box_last,
     )
+
+
+def applied_cap(worker_cap: int | None, box_cap: int | None) -> int | None:
+    """The cap that really applies to a capped worker: its own, or the box around it if smaller."""
+    if worker_cap is None:
+        return None
+    return min(worker_cap, box_cap) if box_cap is not None else worker_cap
+
+
+@dataclass
+class ChildRun:
+    """A short program of the harness's own (a verifier's read) run under a cap, and its figures."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    timed_out: bool
+    peak_rss_bytes: int | None  # the larger of its cgroup's sampled rss and the kernel's ru_maxrss
+    oom_kills: int
+
+
+def run_capped(
+    cap: MemoryCap, command: list[str], input_text: str, *, timeout_s: float, sample_interval_s: float = 0.05
+) -> ChildRun:
+    """Runs `command` inside `cap` with `input_text` on its stdin until it ends (killed with its
+    process group after `timeout_s`), its memory sampled as a worker's is. It dies with the harness."""
+    process = subprocess.Popen(
+        [*cap.launch_prefix(), *guarded(command)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    sampler = Sampler(cap, process.pid, sample_interval_s)
+    sampler.start()
+    readers = [_Reader(process.stdout), _Reader(process.stderr)]
+    timed_out = threading.Event()
+
+    def on_timeout() -> None:
+        timed_out.set()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+
+    timer = threading.Timer(timeout_s, on_timeout)
+    timer.start()
+    try:
+        assert process.stdin is not None
+        with contextlib.suppress(BrokenPipeError):  # it died before reading: its exit code tells
+            process.stdin.write(input_text.encode())
+            process.stdin.close()
+        # wait4, not wait: the kernel's resident peak of the child (and what it waited for).
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+    except BaseException:  # it must not outlive us
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        raise
+    finally:
+        timer.cancel()
+        sampler.stopped.set()
+        sampler.join()
+    stdout, stderr = (reader.text() for reader in readers)
+    sampled = max((sample[2] for sample in sampler.samples), default=0)
+    return ChildRun(
+        returncode=process.returncode,
+        stdout=stdout,
+        stderr=stderr,
+        timed_out=timed_out.is_set(),
+        peak_rss_bytes=max(sampled, usage.ru_maxrss * 1024) or None,
+        oom_kills=cap.oom_kills(),
+    )
+
+
+class _Reader(threading.Thread):
+    """Reads a pipe to its end (both of a child's pipes at once: neither fills and blocks it)."""
+
+    def __init__(self, stream: IO[bytes] | None) -> None:
+        super().__init__(daemon=True)
+        self.stream, self.chunks = stream, list[bytes]()
+        self.start()
+
+    def run(self) -> None:
+        if self.stream is not None:
+            self.chunks.append(self.stream.read())
+
+    def text(self) -> str:
+        self.join(10.0)  # a grandchild may hold the pipe open: not forever
+        return b"".join(self.chunks).decode(errors="replace")
 
 
 class RunningWorkers:

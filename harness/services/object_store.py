@@ -90,7 +90,12 @@ class MotoS3Server:
         # The key pair the server admits travels in its environment, never in argv.
         server_environment = {**os.environ, **endpoint.environment()}
         with managed_process(
-            "moto S3 server", command, folder / "s3-moto.log", lambda: _answers(url), env=server_environment
+            "moto S3 server",
+            command,
+            folder / "s3-moto.log",
+            lambda: _answers(url),
+            env=server_environment,
+            outside_box=True,
         ):
             endpoint.filesystem().create_dir(endpoint.bucket)
             yield endpoint

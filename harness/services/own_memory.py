@@ -13,14 +13,24 @@ import re
 import signal
 import subprocess
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.base.caps import HARNESS_BOX_PREFIX, CgroupCap, cgroup_parent, format_size, kill_all_inside
+from harness.base.caps import (
+    HARNESS_BOX_PREFIX,
+    MAX_CAP_BYTES,
+    CgroupCap,
+    MemoryCap,
+    cgroup_parent,
+    format_size,
+    kill_all_inside,
+)
 from harness.base.errors import IcebenchError
 from harness.base.orphan_guard import guarded
 from harness.base.settings import BOX_ENV
 from harness.base.signals import Terminated
+from harness.services.launcher import ChildRun, run_capped
 from harness.services.leftovers import remove_stale_cgroups
 
 _STATUS = Path("/proc/self/status")
@@ -58,19 +68,60 @@ def peak_since_start() -> int | None:
 
 @dataclass
 class PeakRss:
-    bytes: int | None = None
+    """The resident peaks of the judging side during a block: this process's and each child's."""
+
+    bytes: int | None = None  # this process's (the oracle's)
+    children: list[int] = field(default_factory=list)  # each judging child's (a verifier's read)
+
+    @property
+    def largest(self) -> int | None:
+        """The largest of every judging process's peak."""
+        return max([self.bytes or 0, *self.children]) or None
+
+    @property
+    def largest_child(self) -> int | None:
+        return max(self.children, default=None)
+
+
+_MEASURING: ContextVar[PeakRss | None] = ContextVar("judging_peak", default=None)
 
 
 @contextlib.contextmanager
 def measure_peak_rss() -> Iterator[PeakRss]:
     """The process's resident peak during the block (None where VmHWM cannot be reset: then the
-    figure would be the peak since start, which is not what it claims to be)."""
+    figure would be the peak since start, which is not what it claims to be), and the peak of
+    every judging child run meanwhile (`run_judging_child`)."""
     peak = PeakRss()
     resettable = reset_high_water_mark()
+    token = _MEASURING.set(peak)
     try:
         yield peak
     finally:
+        _MEASURING.reset(token)
         peak.bytes = high_water_mark() if resettable else None
+
+
+def judging_cap() -> MemoryCap:
+    """The cap a judging child runs under: the oracle's, that is the harness's own cgroup (its box
+    under --harness-memory), in a cgroup of its own below it so that its peak is its own."""
+    parent = cgroup_parent()
+    if parent is None:  # no cgroup: no cap for the oracle either; its peak is sampled by psutil
+        return MemoryCap(None)
+    limit = min(int((parent / "memory.limit_in_bytes").read_text()), MAX_CAP_BYTES)
+    return CgroupCap(limit, parent)
+
+
+def run_judging_child(command: list[str], input_text: str, timeout_s: float) -> ChildRun:
+    """A judging process (a verifier's read) under the oracle's cap, its peak counted with the
+    judging side's (`measure_peak_rss`)."""
+    cap = judging_cap()
+    try:
+        done = run_capped(cap, command, input_text, timeout_s=timeout_s)
+    finally:
+        cap.close()
+    if (measuring := _MEASURING.get()) is not None and done.peak_rss_bytes:
+        measuring.children.append(done.peak_rss_bytes)
+    return done
 
 
 def run_in_box(cap_bytes: int, command: list[str], say: Callable[[str], None]) -> int:
@@ -100,7 +151,8 @@ def run_in_box(cap_bytes: int, command: list[str], say: Callable[[str], None]) -
         kills = box.oom_kills()
         say(
             f"harness box {format_size(cap_bytes)}: peak {format_size(box.peak_bytes())} "
-            f"(harness + workers, page cache included), oom kills {kills}"
+            f"(harness + workers, page cache included), oom kills {kills} "
+            "(of the harness itself: a worker's is in its record)"
         )
         if returncode == -signal.SIGKILL and kills:
             raise IcebenchError(f"the harness was OOM-killed inside its {format_size(cap_bytes)} box")

@@ -17,6 +17,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import psutil
+
+from harness.base.caps import enter_cgroup_prefix, harness_box
 from harness.base.errors import IcebenchError
 from harness.base.orphan_guard import guarded
 
@@ -57,9 +60,17 @@ def managed_process(
     *,
     env: dict[str, str] | None = None,
     timeout_s: float = 60.0,
+    outside_box: bool = False,
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """Runs `command` until the block ends; `healthy()` must turn true within `timeout_s`."""
+    """Runs `command` until the block ends; `healthy()` must turn true within `timeout_s`.
+
+    `outside_box`: a server of the stack (S3, REST catalog), not part of the user's container: it
+    runs beside the --harness-memory box, not in it, its resident peak recorded apart
+    (`service_peaks`)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    box = harness_box() if outside_box else None
+    if box is not None:
+        command = [*enter_cgroup_prefix(box.path.parent), *command]
     with log_path.open("ab") as log:
         process = subprocess.Popen(
             guarded(command),
@@ -69,11 +80,37 @@ def managed_process(
             env=env,
             start_new_session=True,
         )
+    measured = outside_box and _RUNNING.setdefault(name, process.pid) == process.pid
     try:
         _wait_healthy(name, process, healthy, log_path, timeout_s)
         yield process
     finally:
+        if measured:
+            _RUNNING.pop(name, None)
         stop_process_group(process)
+
+
+# The stack's servers running now (name -> pid), whose peaks the runs record.
+_RUNNING: dict[str, int] = {}
+
+
+def service_peaks() -> dict[str, int]:
+    """The resident peak (VmHWM, summed over its process tree) of each server of the stack that
+    runs now, since it started."""
+    peaks = {}
+    for name, pid in list(_RUNNING.items()):
+        with contextlib.suppress(psutil.Error, OSError):
+            root = psutil.Process(pid)
+            tree = [root, *root.children(recursive=True)]
+            peaks[name] = sum(_high_water_mark(process.pid) for process in tree)
+    return peaks
+
+
+def _high_water_mark(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
 
 
 def _wait_healthy(

@@ -62,6 +62,7 @@ class RestCatalogServer:
             folder / "rest-catalog.log",
             lambda: _serves(uri, token),
             env=server_environment,
+            outside_box=True,
         ):
             yield uri
 

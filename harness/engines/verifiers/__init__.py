@@ -13,7 +13,15 @@ from harness.base.errors import IcebenchError
 from harness.base.registry import discover, lookup
 from harness.engines.verifiers.base import PRIMARY, Verifier, VerifierFailed
 
-__all__ = ["PRIMARY", "Verifier", "VerifierFailed", "get_verifier", "verifier_names", "verifiers"]
+__all__ = [
+    "PRIMARY",
+    "Verifier",
+    "VerifierFailed",
+    "equality_delete_readers",
+    "get_verifier",
+    "verifier_names",
+    "verifiers",
+]
 
 
 @cache
@@ -35,3 +43,9 @@ def get_verifier(name: str) -> Verifier | None:
     """The verifier `--verify-with NAME` adds; None for pyiceberg (the oracle's own read alone)."""
     verifier = lookup("verifier", name, {PRIMARY: None, **verifiers()})
     return verifier() if verifier is not None else None
+
+
+def equality_delete_readers() -> list[type[Verifier]]:
+    """The verifiers that apply equality deletes, the cheapest first."""
+    capable = [verifier for verifier in verifiers().values() if verifier.reads_equality_deletes]
+    return sorted(capable, key=lambda verifier: (verifier.cost, verifier.name))

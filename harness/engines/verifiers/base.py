@@ -16,7 +16,12 @@ PRIMARY = ORACLE_READER
 
 
 class VerifierFailed(IcebenchError):
-    """The verifier could not read the table; its one line becomes the failed check's reason."""
+    """The verifier could not read the table; its one line becomes the failed check's reason.
+    `harness_limit`: because of the harness's own limit (its cap, its time), not the table."""
+
+    def __init__(self, message: str, harness_limit: bool = False) -> None:
+        super().__init__(message)
+        self.harness_limit = harness_limit
 
 
 class Verifier(ABC):
@@ -30,6 +35,9 @@ class Verifier(ABC):
     # It applies equality deletes, which the oracle's pyiceberg cannot: on a table that holds any,
     # its rows and checksum are the ones judged.
     reads_equality_deletes: ClassVar[bool] = False
+    # What a read costs, relative to the others (start-up and memory): a table with equality deletes
+    # and no capable verifier asked for is judged by the cheapest capable one that can run here.
+    cost: ClassVar[int] = 100
     # pip requirements of an environment of its own (as Writer.environment); the runner makes it
     # and sets `python` to its interpreter before the first read.
     environment: ClassVar[tuple[str, ...]] = ()
@@ -38,6 +46,11 @@ class Verifier(ABC):
     @classmethod
     def supports_catalog(cls, catalog_properties: dict[str, str]) -> str | None:
         """None when this verifier can read the run's catalog, else why not (the run is refused)."""
+        return None
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """None when this verifier can run on this machine, else why not (e.g. a jar missing)."""
         return None
 
     @abstractmethod

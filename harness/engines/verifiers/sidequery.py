@@ -22,6 +22,7 @@ class SidequeryPyicebergVerifier(Verifier):
         "checksum of its scan, equality deletes applied"
     )
     reads_equality_deletes = True
+    cost = 1  # one Python process
     environment = (SIDEQUERY_PYICEBERG,)
 
     def read(
@@ -32,4 +33,4 @@ class SidequeryPyicebergVerifier(Verifier):
         try:
             return read_with_pyiceberg(catalog_properties, table_identifier, self.python, self.name)
         except ChildReadFailed as exc:
-            raise VerifierFailed(str(exc)) from None
+            raise VerifierFailed(str(exc), harness_limit=exc.harness_limit) from None

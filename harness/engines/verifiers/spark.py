@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from generators.checksum import Checksum
 from harness.engines.child_read import ChildReadFailed
-from harness.engines.spark import SparkOptions, spark_supports
+from harness.engines.spark import SparkOptions, missing_jars, spark_supports
 from harness.engines.spark_read import read_with_spark
 from harness.engines.verifiers.base import Verifier, VerifierFailed
 
@@ -14,6 +14,12 @@ class SparkVerifier(Verifier):
     description = "Spark with Iceberg's runtime, in a child process: row count and checksum of its scan"
     options = SparkOptions
     reads_equality_deletes = True
+    cost = 10  # a JVM and Spark's driver
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        missing = missing_jars()
+        return f"Spark jar {missing[0].name} is missing (make rest-catalog)" if missing else None
 
     @classmethod
     def supports_catalog(cls, catalog_properties: dict[str, str]) -> str | None:
@@ -25,4 +31,4 @@ class SparkVerifier(Verifier):
         try:
             return read_with_spark(catalog_properties, table_identifier, options.master)
         except ChildReadFailed as exc:
-            raise VerifierFailed(str(exc)) from None
+            raise VerifierFailed(str(exc), harness_limit=exc.harness_limit) from None

@@ -27,11 +27,11 @@ import contextlib
 import threading
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import groupby
 from queue import Full, Queue
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -60,10 +60,11 @@ PREFETCH_BATCHES = 2
 # A row group is decoded a group of columns at a time, the group's column chunks held in at most
 # this (or one column's): the writer's row group size no longer sets the oracle's memory (a
 # 200,000-row group x 100 columns: Arrow's pool peak 282 MiB read whole, 73 MiB 25 columns at a time).
-READ_BUDGET_BYTES = 16 << 20
+READ_BUDGET_BYTES = 8 << 20
+# Arrow arrays are larger than the encoded column chunk (dictionaries decoded): up to 4x at small.
+DECODED_GROWTH = 4
 READ_BUFFER_BYTES = 1 << 20  # read buffer of a column chunk: a chunk is never read whole
 COLUMN_BYTES_HELD = 2 * READ_BUFFER_BYTES  # a column being read: its buffer and a decompressed page
-READ_THREADS = 2
 KeyRange = tuple[int, int]  # inclusive bounds of the key column
 
 
@@ -109,28 +110,33 @@ class TableContent:
         return np.unique(self.keys)
 
 
-def read_content(
-    table: Table, batch_rows: int = READ_BATCH_ROWS, threads: int = READ_THREADS
-) -> TableContent:
-    """One pass over the current snapshot: checksum, keys and file facts, a row group at a time on
-    `threads` threads (Arrow's decoding and the hash kernels release the GIL: the worker is gone,
-    both cores are the judge's). A row group is read a few columns at a time (_read_row_group)."""
+def read_content(table: Table, batch_rows: int = READ_BATCH_ROWS) -> TableContent:
+    """One pass over the current snapshot: checksum, keys and file facts, a row group at a time,
+    each read a group of columns at a time (_column_batches). A reader thread decodes while this
+    one hashes (Arrow's decoding releases the GIL; at most PREFETCH_BATCHES ahead)."""
     snapshot = table.current_snapshot()
     manifests = snapshot.manifests(table.io) if snapshot else []
     tasks, equality_deletes = _planned(table, manifests)
-    units = [(index, row_group) for index, task in enumerate(tasks) for row_group in _row_groups(table, task)]
-    deletes = _DeleteCache(table, [tasks[index] for index, _ in units])
-    with ThreadPoolExecutor(max(1, threads), thread_name_prefix="oracle-reader") as pool:
-        parts = list(
-            pool.map(lambda unit: _read_row_group(table, tasks[unit[0]], unit[1], deletes, batch_rows), units)
-        )
+    units = [unit for index, task in enumerate(tasks) for unit in _row_groups(table, index, task)]
+    deletes = _DeleteCache(table, [tasks[unit.task] for unit in units])
+    parts: list[_RowGroupContent] = []
+    hashing: _RowGroupHashing | None = None
+    for piece in _prefetched(_column_batches(table, tasks, units, batch_rows), PREFETCH_BATCHES):
+        hashing = hashing or _RowGroupHashing(piece.unit)
+        if piece.batch is not None:
+            hashing.absorb(piece)
+            continue
+        task = tasks[piece.unit.task]
+        parts.append(hashing.finish(deletes.positions_for(task)))
+        deletes.done(task)
+        hashing = None
     checksum = Checksum()
     rows = [0] * len(tasks)
     bounds = [_Bounds() for _ in tasks]
-    for (index, _), part in zip(units, parts, strict=True):
+    for unit, part in zip(units, parts, strict=True):
         checksum.add_rows(part.hashes)
-        rows[index] += part.rows
-        bounds[index].merge(part.bounds)
+        rows[unit.task] += unit.rows
+        bounds[unit.task].merge(part.bounds)
     files = [
         FileFacts(
             path=task.file.file_path,
@@ -153,11 +159,29 @@ def read_content(
     )
 
 
+@dataclass(frozen=True)
+class _RowGroup:
+    """A row group of a planned task: the oracle's unit of reading."""
+
+    task: int  # index into the planned tasks
+    index: int  # the row group's number in its file
+    rows: int
+    start: int  # the file position of its first row: position deletes count from 0
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """Some columns of some rows of a row group, projected onto the table schema."""
+
+    unit: _RowGroup
+    offset: int  # the row group's row the batch starts at
+    batch: pa.RecordBatch | None  # None: the row group's last piece has come
+
+
 @dataclass
 class _RowGroupContent:
     """What one row group of a data file holds: its visible rows' hashes, their keys, its raw facts."""
 
-    rows: int  # before deletes
     hashes: RowHashes  # every visible row's
     keys: np.ndarray  # the visible non-null keys
     keyed_hashes: np.ndarray  # the hashes of the rows in `keys`, in its order
@@ -165,52 +189,85 @@ class _RowGroupContent:
     bounds: _Bounds
 
 
-def _row_groups(table: Table, task: FileScanTask) -> range:
-    with table.io.new_input(task.file.file_path).open() as stream, pq.ParquetFile(stream) as parquet:
-        return range(parquet.num_row_groups)
+class _RowGroupHashing:
+    """A row group's rows hashed as its column groups arrive: per-row states (40 bytes a row) that
+    each piece's columns are absorbed into, in name order; finished once all have come."""
+
+    def __init__(self, unit: _RowGroup) -> None:
+        self.unit = unit
+        self.states = empty_row_states(unit.rows)
+        self.bounds = _Bounds()
+        self.key_parts: list[pa.Array] = []
+
+    def absorb(self, piece: _Piece) -> None:
+        assert piece.batch is not None
+        absorb_columns(self.states[piece.offset : piece.offset + piece.batch.num_rows], piece.batch)
+        if KEY_COLUMN in piece.batch.column_names:
+            key = piece.batch.column(KEY_COLUMN)
+            self.bounds.update(key)
+            self.key_parts.append(key)
+
+    def finish(self, positions: list[pa.ChunkedArray] | None) -> _RowGroupContent:
+        """The visible rows' content, `positions` (the file's position deletes) applied."""
+        start, rows = self.unit.start, self.unit.rows
+        keep = _combine_positional_deletes(positions, start, start + rows).to_numpy() if positions else None
+        hashes = finish_rows(self.states if keep is None else self.states[keep])
+        key = pa.chunked_array(self.key_parts, pa.int64()) if self.key_parts else pa.nulls(rows, pa.int64())
+        key = key if keep is None else key.take(keep)
+        valid = key.is_valid().to_numpy(zero_copy_only=False)
+        return _RowGroupContent(
+            hashes=hashes,
+            keys=pc.drop_null(key).to_numpy(zero_copy_only=False).astype(np.int64),
+            keyed_hashes=hashes.first_lanes[valid],
+            null_keys=key.null_count,
+            bounds=self.bounds,
+        )
 
 
-def _read_row_group(
-    table: Table, task: FileScanTask, row_group: int, deletes: _DeleteCache, batch_rows: int
-) -> _RowGroupContent:
-    """One row group, hashed a column group at a time into per-row states (40 bytes a row), so
-    Arrow holds READ_BUDGET_BYTES of column chunks, not all of them: the oracle's memory no longer
-    grows with the row group a writer chose."""
-    opened = table.io.new_input(task.file.file_path).open()
-    with opened as stream, pq.ParquetFile(stream, buffer_size=READ_BUFFER_BYTES, pre_buffer=False) as parquet:
-        reading = _FileProjection.of(table, task, parquet)
-        start = sum(parquet.metadata.row_group(earlier).num_rows for earlier in range(row_group))
-        rows = parquet.metadata.row_group(row_group).num_rows
-        states = empty_row_states(rows)
-        bounds, key_parts = _Bounds(), []
-        for group in reading.groups_within(parquet.metadata.row_group(row_group), READ_BUDGET_BYTES):
-            offset = 0
-            batches = parquet.iter_batches(
-                batch_size=batch_rows, row_groups=[row_group], columns=group.file_columns
-            )
-            for batch in batches:
-                projected = reading.project(batch, group)
-                absorb_columns(states[offset : offset + batch.num_rows], projected)
-                if KEY_COLUMN in projected.column_names:
-                    key = projected.column(KEY_COLUMN)
-                    bounds.update(key)
-                    key_parts.append(key)
-                offset += batch.num_rows
-    positions = deletes.positions_for(task)
-    deletes.done(task)
-    keep = _combine_positional_deletes(positions, start, start + rows).to_numpy() if positions else None
-    hashes = finish_rows(states if keep is None else states[keep])
-    key = pa.chunked_array(key_parts)
-    key = key if keep is None else key.take(keep)
-    valid = key.is_valid().to_numpy(zero_copy_only=False)
-    return _RowGroupContent(
-        rows=rows,
-        hashes=hashes,
-        keys=pc.drop_null(key).to_numpy(zero_copy_only=False).astype(np.int64),
-        keyed_hashes=hashes.first_lanes[valid],
-        null_keys=key.null_count,
-        bounds=bounds,
-    )
+def _row_groups(table: Table, index: int, task: FileScanTask) -> list[_RowGroup]:
+    with _parquet(table, task.file.file_path) as parquet:
+        units, start = [], 0
+        for row_group in range(parquet.num_row_groups):
+            rows = parquet.metadata.row_group(row_group).num_rows
+            units.append(_RowGroup(index, row_group, rows, start))
+            start += rows
+        return units
+
+
+@contextlib.contextmanager
+def _parquet(table: Table, path: str, buffer_size: int = 0) -> Iterator[pq.ParquetFile]:
+    """A data file opened through the table's FileIO; with `buffer_size`, each column chunk is read
+    through a buffer of that size, never whole."""
+    with (
+        table.io.new_input(path).open() as stream,
+        pq.ParquetFile(stream, buffer_size=buffer_size) as parquet,
+    ):
+        yield parquet
+
+
+def _column_batches(
+    table: Table, tasks: list[FileScanTask], units: list[_RowGroup], batch_rows: int
+) -> Iterator[_Piece]:
+    """Each row group's columns, READ_BUDGET_BYTES of column chunks at a time, in name order: Arrow
+    holds a page and a read buffer per column it reads, so this, not the row group size a writer
+    chose, bounds the oracle's memory. Batches of at least `batch_rows` rows, more where the
+    group's columns are few (fewer calls, each doing more outside the GIL)."""
+    for index, row_groups in groupby(units, key=lambda unit: unit.task):
+        task = tasks[index]
+        with _parquet(table, task.file.file_path, buffer_size=READ_BUFFER_BYTES) as parquet:
+            reading = _FileProjection.of(table, task, parquet)
+            for unit in row_groups:
+                metadata = parquet.metadata.row_group(unit.index)
+                for group, decoded in reading.groups_within(metadata, READ_BUDGET_BYTES):
+                    per_row = max(1, DECODED_GROWTH * decoded // max(1, unit.rows))
+                    rows = min(max(batch_rows, READ_BUDGET_BYTES // per_row), max(1, unit.rows))
+                    offset = 0
+                    for batch in parquet.iter_batches(
+                        rows, row_groups=[unit.index], columns=group.file_columns
+                    ):
+                        yield _Piece(unit, offset, reading.project(batch, group))
+                        offset += batch.num_rows
+                yield _Piece(unit, unit.rows, None)
 
 
 @dataclass(frozen=True)
@@ -253,23 +310,22 @@ class _FileProjection:
     def whole(self) -> _ColumnGroup:
         return self.group(frozenset(self.table_schema.field_ids))
 
-    def groups_within(self, row_group: pq.RowGroupMetaData, budget: int) -> list[_ColumnGroup]:
+    def groups_within(self, row_group: pq.RowGroupMetaData, budget: int) -> list[tuple[_ColumnGroup, int]]:
         """The table's columns in name order (the checksum's chain order), cut into groups whose
-        column chunks Arrow holds in at most `budget` bytes (at least one column each)."""
-        held = _bytes_held(row_group)
-        groups: list[set[int]] = []
-        cost = budget  # the first file column opens a group
+        column chunks Arrow holds in at most `budget` bytes while reading (at least one column
+        each), with the bytes each group's columns take decoded."""
+        chunks = _chunk_bytes(row_group)
+        groups: list[tuple[set[int], int, int]] = []  # field ids, bytes held, bytes decoded
         for column in sorted(self.table_schema.fields, key=lambda column: column.name):
             name = self._file_name(column.field_id)
-            need = held.get(name, 0) if name is not None else 0
-            if name is not None and cost + need > budget:
-                groups.append(set())
-                cost = 0
-            if not groups:  # columns the file lacks before its first: read with it
-                groups.append(set())
-            groups[-1].add(column.field_id)
-            cost += need
-        return [self.group(frozenset(ids)) for ids in groups]
+            decoded = chunks.get(name, 0) if name is not None else 0
+            held = min(decoded, COLUMN_BYTES_HELD)
+            if not groups or (name is not None and groups[-1][1] and groups[-1][1] + held > budget):
+                groups.append((set(), 0, 0))
+            ids, group_held, group_decoded = groups[-1]
+            ids.add(column.field_id)
+            groups[-1] = (ids, group_held + held, group_decoded + decoded)
+        return [(self.group(frozenset(ids)), decoded) for ids, _, decoded in groups]
 
     def group(self, ids: frozenset[int]) -> _ColumnGroup:
         if ids not in self._groups:
@@ -298,15 +354,15 @@ class _FileProjection:
         )
 
 
-def _bytes_held(row_group: pq.RowGroupMetaData) -> dict[str, int]:
-    """Per top-level column, what Arrow holds while it reads the column chunk a batch at a time: the
-    chunk, or a page and the read buffer when the chunk is larger."""
-    held: dict[str, int] = {}
+def _chunk_bytes(row_group: pq.RowGroupMetaData) -> dict[str, int]:
+    """Per top-level column, its column chunk's uncompressed bytes: what Arrow decodes it into, about;
+    while reading it a batch at a time Arrow holds that or, when larger, a page and a read buffer."""
+    sizes: dict[str, int] = {}
     for index in range(row_group.num_columns):
         chunk = row_group.column(index)
         name = chunk.path_in_schema.split(".")[0]
-        held[name] = held.get(name, 0) + min(chunk.total_uncompressed_size, COLUMN_BYTES_HELD)
-    return held
+        sizes[name] = sizes.get(name, 0) + chunk.total_uncompressed_size
+    return sizes
 
 
 def rows_with_key(table: Table, key: int) -> pa.Table:
@@ -351,6 +407,7 @@ def scan_rows(
 
 
 Batch = tuple[int, pa.RecordBatch, pa.RecordBatch]  # task index, batch as stored, as a reader sees it
+Item = TypeVar("Item")
 
 
 def _batches(
@@ -363,12 +420,12 @@ def _batches(
         deletes.done(task)
 
 
-def _prefetched(batches: Iterator[Batch], depth: int) -> Iterator[Batch]:
+def _prefetched(batches: Iterator[Item], depth: int) -> Iterator[Item]:
     """`batches`, produced by a thread at most `depth` ahead (Arrow's decoding releases the GIL)."""
-    queue: Queue[Batch | BaseException | None] = Queue(maxsize=depth)
+    queue: Queue[Item | BaseException | None] = Queue(maxsize=depth)
     stop = threading.Event()
 
-    def put(item: Batch | BaseException | None) -> bool:
+    def put(item: Item | BaseException | None) -> bool:
         """False once the consumer has gone (never blocks past that)."""
         while not stop.is_set():
             with contextlib.suppress(Full):
@@ -411,7 +468,7 @@ def _read_task(
     pre-buffers and decodes more (a file of one 100,000-row x 400-column row group: harness peak
     1.73 GiB scanned, 1.38 GiB so). Arrow's reader still holds memory in proportion to the row
     group (~7.7 KB per row here): the writer's row group size, not the table's, bounds the oracle."""
-    with table.io.new_input(task.file.file_path).open() as stream, pq.ParquetFile(stream) as parquet:
+    with _parquet(table, task.file.file_path) as parquet:
         reading = _FileProjection.of(table, task, parquet)
         whole = reading.whole
         start = 0  # the file position of the batch's first row: position deletes count from 0

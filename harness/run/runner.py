@@ -48,7 +48,7 @@ from harness.services.envs import Variant, library_env, pinned_versions, require
 from harness.services.launcher import Launch, RunningWorkers, WorkerHandle, launch_worker
 from harness.services.leftovers import SCRATCH_FOLDER
 from harness.services.own_memory import measure_peak_rss
-from harness.services.processes import service_peaks
+from harness.services.processes import dead_service, service_peaks
 from harness.services.profiling import render_flamegraph, worker_arguments
 from harness.services.stacks import RunCatalog, Stack, close_catalog
 from scenarios import get_scenario
@@ -222,13 +222,16 @@ class Runner:
             return refused, []
         ends: list[WorkerEnd] = []
         try:
+            services_alive()
             before = self._prepare(scenario, run_catalog, plan.sets)
             workers = self._workers(plan, scenario, writer, run_catalog, work)
             self._launch_all(workers, plan.cap_bytes)
             ends = [self._end(scenario, writer, plan, worker) for worker in workers]
+            services_alive()  # a worker killed because a server died: the run's error, nothing to judge
             self._check_started(ends, plan.cap_bytes)
             expected = scenario.expectation(plan.sets, ends, plan.limit_rows)
             judgement = self._judge(scenario, writer, plan, ends, run_catalog, before, expected)
+            services_alive()
             scan = (
                 self._scan_cost(scenario, plan, run_catalog, work, expected)
                 if self.settings.scan_cost
@@ -556,6 +559,9 @@ class Runner:
 
     def _release(self, run_catalog: RunCatalog, keep: bool) -> None:
         """The run's tables and files removed; a failure to is said, never lost, never fatal."""
+        if (died := dead_service()) is not None:  # its catalog or store is gone with it
+            warn(f"what run {run_catalog.namespace} left in {run_catalog.work} stays: {died}")
+            return
         try:
             with signals_held():  # a second Ctrl-C must not leave the namespace behind
                 self.stack.release(run_catalog, keep=keep)
@@ -576,6 +582,13 @@ def left_behind(table: Table) -> dict[str, Any]:
     except Exception:  # the metadata itself is what broke the judgement: nothing to count by
         return {}
     return {"orphan_files": len(orphans), "orphan_bytes": sum(orphans.values())}
+
+
+def services_alive() -> None:
+    """RunFailed when a server of the stack has died: the rest of the matrix is recorded as that
+    error at once, not after each client's minutes of retries."""
+    if (died := dead_service()) is not None:
+        raise RunFailed(died)
 
 
 def run_error(ends: list[WorkerEnd]) -> str | None:

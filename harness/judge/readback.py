@@ -1,15 +1,17 @@
-"""The oracle's read-back: the table file by file, in memory that does not grow with the table.
+"""The oracle's read-back: the table file by file, in memory that grows neither with the table
+nor with the row group size a writer chose.
 
 pyiceberg's own `scan().to_arrow_batch_reader()` materialises every file task as a list of
 batches in its executor (apache/iceberg-python#3036): at 1M rows x 400 columns the reading
-process grows to 4-8 GiB. Here the scan is planned, then each data file is read on its own in
-bounded batches (read ahead by two batches at most), its position deletes applied and the batch
-projected onto the table schema with pyiceberg's own projection, so the rows are what any
-pyiceberg reader sees. Memory: what Arrow holds for one row group plus a few decoded batches,
-whatever the size of the table.
+process grows to 4-8 GiB. Here the scan is planned, then each data file is read row group by row
+group, and each row group a group of columns at a time (at most READ_BUDGET_BYTES of column
+chunks, read through a buffer), each batch projected onto the table schema with pyiceberg's own
+projection, so the rows are what any pyiceberg reader sees. The row hashes are chained across the
+groups in per-row states, and the row group's position deletes applied once its last group came.
 
-While reading, each file's own facts are kept (rows before deletes, key bounds), so the
-oracle can hold the manifests' statistics against the file contents at no extra read.
+While reading, each file's own facts are kept (rows before deletes; per column counts, min and
+max, and the footer's column chunk bytes: harness/judge/statistics.py), so the oracle can hold
+the manifests' statistics against the file contents at no extra read.
 
 Equality deletes are beyond pyiceberg 0.12 (its planning refuses them). A table that holds any is
 still read, file by file with its position deletes, but without them: its file facts hold, its
@@ -37,7 +39,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyiceberg.conversions import from_bytes
 from pyiceberg.io.pyarrow import (
     _combine_positional_deletes,
     _get_column_projection_values,
@@ -48,11 +49,11 @@ from pyiceberg.io.pyarrow import (
 from pyiceberg.manifest import DataFile, DataFileContent, ManifestEntry, ManifestFile
 from pyiceberg.schema import Schema, prune_columns
 from pyiceberg.table import FileScanTask, Table
-from pyiceberg.types import PrimitiveType
 
 from generators.checksum import Checksum, RowHashes, absorb_columns, empty_row_states, finish_rows
 from generators.schema import KEY_COLUMN
 from generators.source import row_group_batches
+from harness.judge.statistics import FileStats, footer_column_sizes, gather, primitive_columns
 
 # Rows per decoded batch: ~80 MiB at 400 mixed columns, small enough beside the row group buffer.
 READ_BATCH_ROWS = 8_192
@@ -72,11 +73,13 @@ KeyRange = tuple[int, int]  # inclusive bounds of the key column
 class FileFacts:
     """One live data file as its manifest entry states it and as reading it showed."""
 
-    path: str
-    listed_rows: int  # record_count in the manifest
+    listed: DataFile  # the manifest entry's data file: record_count, bounds, counts, sizes
     rows: int  # rows in the file, before deletes
-    listed_key_bounds: tuple[int | None, int | None]  # lower/upper bound of the key in the manifest
-    key_bounds: tuple[int | None, int | None]  # min/max key in the file, before deletes
+    stats: FileStats = field(default_factory=FileStats)  # per column, before deletes
+
+    @property
+    def path(self) -> str:
+        return self.listed.file_path
 
 
 @dataclass
@@ -121,10 +124,13 @@ def read_content(table: Table, batch_rows: int = READ_BATCH_ROWS) -> TableConten
     deletes = _DeleteCache(table, [tasks[unit.task] for unit in units])
     parts: list[_RowGroupContent] = []
     hashing: _RowGroupHashing | None = None
-    for piece in _prefetched(_column_batches(table, tasks, units, batch_rows), PREFETCH_BATCHES):
+    stats = [FileStats() for _ in tasks]
+    columns = primitive_columns(table.metadata.schema())
+    for piece in _prefetched(_column_batches(table, tasks, units, batch_rows, stats), PREFETCH_BATCHES):
         hashing = hashing or _RowGroupHashing(piece.unit)
         if piece.batch is not None:
             hashing.absorb(piece)
+            gather(stats[piece.unit.task], columns, piece.batch)
             continue
         task = tasks[piece.unit.task]
         parts.append(hashing.finish(deletes.positions_for(task)))
@@ -132,21 +138,10 @@ def read_content(table: Table, batch_rows: int = READ_BATCH_ROWS) -> TableConten
         hashing = None
     checksum = Checksum()
     rows = [0] * len(tasks)
-    bounds = [_Bounds() for _ in tasks]
     for unit, part in zip(units, parts, strict=True):
         checksum.add_rows(part.hashes)
         rows[unit.task] += unit.rows
-        bounds[unit.task].merge(part.bounds)
-    files = [
-        FileFacts(
-            path=task.file.file_path,
-            listed_rows=task.file.record_count,
-            rows=rows[index],
-            listed_key_bounds=_listed_key_bounds(table, task.file),
-            key_bounds=(bounds[index].low, bounds[index].high),
-        )
-        for index, task in enumerate(tasks)
-    ]
+    files = [FileFacts(task.file, rows[index], stats[index]) for index, task in enumerate(tasks)]
     return TableContent(
         rows=checksum.rows,
         checksum=checksum.hex,
@@ -186,7 +181,6 @@ class _RowGroupContent:
     keys: np.ndarray  # the visible non-null keys
     keyed_hashes: np.ndarray  # the hashes of the rows in `keys`, in its order
     null_keys: int
-    bounds: _Bounds
 
 
 class _RowGroupHashing:
@@ -196,16 +190,13 @@ class _RowGroupHashing:
     def __init__(self, unit: _RowGroup) -> None:
         self.unit = unit
         self.states = empty_row_states(unit.rows)
-        self.bounds = _Bounds()
         self.key_parts: list[pa.Array] = []
 
     def absorb(self, piece: _Piece) -> None:
         assert piece.batch is not None
         absorb_columns(self.states[piece.offset : piece.offset + piece.batch.num_rows], piece.batch)
         if KEY_COLUMN in piece.batch.column_names:
-            key = piece.batch.column(KEY_COLUMN)
-            self.bounds.update(key)
-            self.key_parts.append(key)
+            self.key_parts.append(piece.batch.column(KEY_COLUMN))
 
     def finish(self, positions: list[pa.ChunkedArray] | None) -> _RowGroupContent:
         """The visible rows' content, `positions` (the file's position deletes) applied."""
@@ -220,7 +211,6 @@ class _RowGroupHashing:
             keys=pc.drop_null(key).to_numpy(zero_copy_only=False).astype(np.int64),
             keyed_hashes=hashes.first_lanes[valid],
             null_keys=key.null_count,
-            bounds=self.bounds,
         )
 
 
@@ -246,16 +236,18 @@ def _parquet(table: Table, path: str, buffer_size: int = 0) -> Iterator[pq.Parqu
 
 
 def _column_batches(
-    table: Table, tasks: list[FileScanTask], units: list[_RowGroup], batch_rows: int
+    table: Table, tasks: list[FileScanTask], units: list[_RowGroup], batch_rows: int, stats: list[FileStats]
 ) -> Iterator[_Piece]:
     """Each row group's columns, READ_BUDGET_BYTES of column chunks at a time, in name order: Arrow
     holds a page and a read buffer per column it reads, so this, not the row group size a writer
     chose, bounds the oracle's memory. Batches of at least `batch_rows` rows, more where the
-    group's columns are few (fewer calls, each doing more outside the GIL)."""
+    group's columns are few (fewer calls, each doing more outside the GIL). Each file's footer
+    column sizes go into its `stats` as it is opened."""
     for index, row_groups in groupby(units, key=lambda unit: unit.task):
         task = tasks[index]
         with _parquet(table, task.file.file_path, buffer_size=READ_BUFFER_BYTES) as parquet:
             reading = _FileProjection.of(table, task, parquet)
+            stats[index].column_sizes = footer_column_sizes(parquet.metadata, reading.in_file)
             for unit in row_groups:
                 metadata = parquet.metadata.row_group(unit.index)
                 for group, decoded in reading.groups_within(metadata, READ_BUDGET_BYTES):
@@ -550,32 +542,3 @@ class _DeleteCache:
                 self.uses[delete.file_path] -= 1
                 if not self.uses[delete.file_path]:
                     self.read.pop(delete.file_path, None)
-
-
-@dataclass
-class _Bounds:
-    low: int | None = None
-    high: int | None = None
-
-    def update(self, keys: pa.Array) -> None:
-        low, high = pc.min_max(keys).values()
-        if low.is_valid:
-            self.low = low.as_py() if self.low is None else min(self.low, low.as_py())
-            self.high = high.as_py() if self.high is None else max(self.high, high.as_py())
-
-    def merge(self, other: _Bounds) -> None:
-        for value in (other.low, other.high):
-            if value is not None:
-                self.low = value if self.low is None else min(self.low, value)
-                self.high = value if self.high is None else max(self.high, value)
-
-
-def _listed_key_bounds(table: Table, data_file: DataFile) -> tuple[int | None, int | None]:
-    key = table.schema().find_field(KEY_COLUMN)
-    assert isinstance(key.field_type, PrimitiveType)
-    lower = (data_file.lower_bounds or {}).get(key.field_id)
-    upper = (data_file.upper_bounds or {}).get(key.field_id)
-    return (
-        from_bytes(key.field_type, lower) if lower is not None else None,
-        from_bytes(key.field_type, upper) if upper is not None else None,
-    )

@@ -62,8 +62,6 @@ PREFETCH_BATCHES = 2
 # this (or one column's): the writer's row group size no longer sets the oracle's memory (a
 # 200,000-row group x 100 columns: Arrow's pool peak 282 MiB read whole, 73 MiB 25 columns at a time).
 READ_BUDGET_BYTES = 8 << 20
-# Arrow arrays are larger than the encoded column chunk (dictionaries decoded): up to 4x at small.
-DECODED_GROWTH = 4
 READ_BUFFER_BYTES = 1 << 20  # read buffer of a column chunk: a chunk is never read whole
 COLUMN_BYTES_HELD = 2 * READ_BUFFER_BYTES  # a column being read: its buffer and a decompressed page
 KeyRange = tuple[int, int]  # inclusive bounds of the key column
@@ -240,8 +238,7 @@ def _column_batches(
 ) -> Iterator[_Piece]:
     """Each row group's columns, READ_BUDGET_BYTES of column chunks at a time, in name order: Arrow
     holds a page and a read buffer per column it reads, so this, not the row group size a writer
-    chose, bounds the oracle's memory. Batches of at least `batch_rows` rows, more where the
-    group's columns are few (fewer calls, each doing more outside the GIL). Each file's footer
+    chose, bounds the oracle's memory, with batches of `batch_rows` rows. Each file's footer
     column sizes go into its `stats` as it is opened."""
     for index, row_groups in groupby(units, key=lambda unit: unit.task):
         task = tasks[index]
@@ -250,13 +247,10 @@ def _column_batches(
             stats[index].column_sizes = footer_column_sizes(parquet.metadata, reading.in_file)
             for unit in row_groups:
                 metadata = parquet.metadata.row_group(unit.index)
-                for group, decoded in reading.groups_within(metadata, READ_BUDGET_BYTES):
-                    per_row = max(1, DECODED_GROWTH * decoded // max(1, unit.rows))
-                    rows = min(max(batch_rows, READ_BUDGET_BYTES // per_row), max(1, unit.rows))
+                for group in reading.groups_within(metadata, READ_BUDGET_BYTES):
                     offset = 0
-                    for batch in parquet.iter_batches(
-                        rows, row_groups=[unit.index], columns=group.file_columns
-                    ):
+                    columns = group.file_columns
+                    for batch in parquet.iter_batches(batch_rows, row_groups=[unit.index], columns=columns):
                         yield _Piece(unit, offset, reading.project(batch, group))
                         offset += batch.num_rows
                 yield _Piece(unit, unit.rows, None)
@@ -302,22 +296,21 @@ class _FileProjection:
     def whole(self) -> _ColumnGroup:
         return self.group(frozenset(self.table_schema.field_ids))
 
-    def groups_within(self, row_group: pq.RowGroupMetaData, budget: int) -> list[tuple[_ColumnGroup, int]]:
+    def groups_within(self, row_group: pq.RowGroupMetaData, budget: int) -> list[_ColumnGroup]:
         """The table's columns in name order (the checksum's chain order), cut into groups whose
         column chunks Arrow holds in at most `budget` bytes while reading (at least one column
-        each), with the bytes each group's columns take decoded."""
+        each): a chunk whole, or a page and the read buffer where it is larger."""
         chunks = _chunk_bytes(row_group)
-        groups: list[tuple[set[int], int, int]] = []  # field ids, bytes held, bytes decoded
+        groups: list[tuple[set[int], int]] = []  # field ids, bytes held
         for column in sorted(self.table_schema.fields, key=lambda column: column.name):
             name = self._file_name(column.field_id)
-            decoded = chunks.get(name, 0) if name is not None else 0
-            held = min(decoded, COLUMN_BYTES_HELD)
+            held = min(chunks.get(name, 0), COLUMN_BYTES_HELD) if name is not None else 0
             if not groups or (name is not None and groups[-1][1] and groups[-1][1] + held > budget):
-                groups.append((set(), 0, 0))
-            ids, group_held, group_decoded = groups[-1]
+                groups.append((set(), 0))
+            ids, group_held = groups[-1]
             ids.add(column.field_id)
-            groups[-1] = (ids, group_held + held, group_decoded + decoded)
-        return [(self.group(frozenset(ids)), decoded) for ids, _, decoded in groups]
+            groups[-1] = (ids, group_held + held)
+        return [self.group(frozenset(ids)) for ids, _ in groups]
 
     def group(self, ids: frozenset[int]) -> _ColumnGroup:
         if ids not in self._groups:
@@ -347,8 +340,7 @@ class _FileProjection:
 
 
 def _chunk_bytes(row_group: pq.RowGroupMetaData) -> dict[str, int]:
-    """Per top-level column, its column chunk's uncompressed bytes: what Arrow decodes it into, about;
-    while reading it a batch at a time Arrow holds that or, when larger, a page and a read buffer."""
+    """Per top-level column, its column chunk's uncompressed bytes."""
     sizes: dict[str, int] = {}
     for index in range(row_group.num_columns):
         chunk = row_group.column(index)

@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import psutil
 
-from harness.base.caps import cgroup_parent
+from harness.base.caps import CgroupCap, cgroup_parent, kill_all_inside
 from harness.base.ownership import pid_alive
 from harness.base.settings import Settings
 
@@ -84,3 +84,17 @@ class HarnessRun:
         for pattern in ("*/work/*/warehouse", "*/work/*/tmp", "*/work/*/worker-*/tmp"):
             left += [f"folder {path}" for path in self.results.glob(pattern)]
         return left
+
+
+def run_in_box(box_bytes: int, script: str, *arguments: str) -> subprocess.CompletedProcess[str]:
+    """`python -c script arguments` inside a fresh harness box (a cgroup named as
+    `--harness-memory` names its own) of `box_bytes`; the box is emptied and removed afterwards."""
+    box = CgroupCap(box_bytes, cgroup_parent(), prefix="icebench-harness")
+    try:
+        return subprocess.run(
+            [*box.launch_prefix(), sys.executable, "-c", script, *arguments],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    finally:
+        kill_all_inside(box.path)
+        box.close()

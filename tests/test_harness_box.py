@@ -6,8 +6,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from harness_process import run_in_box
 
-from harness.base.caps import CgroupCap, cgroup_parent, kill_all_inside
+from harness.base.caps import cgroup_parent
 from harness.base.results import read_runs
 from harness.run.matrix import prepare_data
 from harness.services.own_memory import measure_peak_rss, peak_since_start
@@ -136,16 +137,7 @@ def test_an_oom_kill_names_the_limit_it_hit_and_the_cap_that_applied(box_mib, wo
     worker is under its own cap, and the record must say so; a box with room: the worker's cap."""
     import json
 
-    parent = cgroup_parent()
-    box = CgroupCap(box_mib * 2**20, parent, prefix="icebench-harness")
-    try:
-        done = subprocess.run(
-            [*box.launch_prefix(), sys.executable, "-c", KILLED_IN_THE_BOX, str(worker_mib)],
-            capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
-    finally:
-        kill_all_inside(box.path)
-        box.close()
+    done = run_in_box(box_mib * 2**20, KILLED_IN_THE_BOX, str(worker_mib))
     assert done.returncode == 0, done.stderr[-2000:]
     found = json.loads(done.stdout.splitlines()[-1])
     assert found["kills"] == 1 and found["limit"] == limit, found
@@ -175,18 +167,10 @@ def test_the_stacks_servers_run_beside_the_box_their_peak_recorded_apart():
     box, they run in the box's parent cgroup, and their resident peak is kept by name."""
     import json
 
-    box = CgroupCap(900 * 2**20, cgroup_parent(), prefix="icebench-harness")
-    try:
-        done = subprocess.run(
-            [*box.launch_prefix(), sys.executable, "-c", SERVER_FROM_THE_BOX],
-            capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
-    finally:
-        kill_all_inside(box.path)
-        box.close()
+    done = run_in_box(900 * 2**20, SERVER_FROM_THE_BOX)
     assert done.returncode == 0, done.stderr[-2000:]
     found = json.loads(done.stdout.splitlines()[-1])
     box_path = Path(found["box"])
-    assert box_path == box.path
+    assert box_path.name.startswith("icebench-harness")
     assert "/sys/fs/cgroup/memory" + found["server"] == str(box_path.parent)  # beside the box, not in it
     assert found["peaks"]["moto S3 server"] > 10 * 2**20

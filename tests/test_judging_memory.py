@@ -7,6 +7,7 @@ import sys
 
 import psutil
 import pytest
+from harness_process import run_in_box
 
 from harness.base.caps import CgroupCap, cgroup_parent
 from harness.services.own_memory import measure_peak_rss, run_judging_child
@@ -85,14 +86,7 @@ def test_a_verifier_killed_by_the_oracles_cap_is_the_harness_limit_not_the_table
     (tmp_path / "hog.py").write_text(
         "import sys\nsys.stdin.read()\nb = bytearray(600 * 2**20)\nb[::4096] = b'x' * len(b[::4096])\n"
     )
-    box = CgroupCap(250 * MIB, cgroup_parent(), prefix="icebench-harness")
-    try:
-        done = subprocess.run(
-            [*box.launch_prefix(), sys.executable, "-c", READ_IN_THE_BOX, str(tmp_path)],
-            capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
-    finally:
-        box.close()
+    done = run_in_box(250 * MIB, READ_IN_THE_BOX, str(tmp_path))
     assert done.returncode == 0, done.stderr
     limit, _, message = done.stdout.strip().partition(" ")
     assert limit == "True"

@@ -13,13 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
+import pyarrow as pa
+
 from generators.changes import change_rows, generate_changes
 from generators.checksum import CHECKSUM_VERSION
 from generators.faults import DAMAGES, Damage, damaged_copy, intact_files
 from generators.manifest import MANIFEST_FILE, DatasetManifest, ManifestError
 from generators.presets import Preset
 from generators.wide import generate_base
-from harness.base.errors import SourceError, close_match, warn
+from harness.base.errors import IcebenchError, SourceError, close_match, one_line, warn
 
 # Base-like sets of their own seed whose keys follow each other's: base 0..rows-1, replacement
 # rows..2*rows-1, `disjoint-N` N*rows..; the change set's new keys start at rows, so from
@@ -121,8 +123,11 @@ class DataCache:
         try:
             self._write_set(preset, name, staging, sets, progress)
             staging.rename(directory)
-        except BaseException:
+        except BaseException as exc:
             shutil.rmtree(staging, ignore_errors=True)
+            if isinstance(exc, OSError | pa.ArrowException) and not isinstance(exc, IcebenchError):
+                # Arrow's "No space left on device" names no file: say where the set was going.
+                raise IcebenchError(f"generating {name} into {directory.parent}: {one_line(exc)}") from exc
             raise
 
     def _write_set(

@@ -55,6 +55,7 @@ def test_a_full_data_cache_is_one_line_and_leaves_no_partial_set(capsys, small_d
     )  # fmt: skip
     err = capsys.readouterr().err.strip()
     assert code == 2 and NO_SPACE in err and len(err.splitlines()) == 1, err
+    assert str(small_disk / "data") in err  # where the set was going: Arrow's error names no file
     leftovers = [p for p in (small_disk / "data").rglob("*") if p.is_dir() and "partial" in p.name]
     assert not leftovers
     assert not [p for p in (small_disk / "data").rglob("*.parquet")]

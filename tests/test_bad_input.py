@@ -94,6 +94,8 @@ def test_cap_too_small_for_the_worker_to_start(capsys, settings, tiny_sets):
     )
     assert code == 2
     assert "too small for the worker to start" in err and len(err.splitlines()) == 1
+    assert "OOM-killed" in err  # what happened, not a pointer to an empty log
+    assert ("logged nothing" in err) != ("worker.log" in err)  # a log is named only if it holds something
 
 
 def test_truncated_parquet_file_is_named_before_the_table_is_touched(capsys, settings, tiny_sets, tmp_path):

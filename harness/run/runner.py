@@ -511,10 +511,13 @@ class Runner:
 
     @staticmethod
     def _check_started(ends: list[WorkerEnd], cap_bytes: int | None) -> None:
-        if any(end.outcome.status == "oom" for end in ends) and not all(end.started for end in ends):
+        killed = next((end for end in ends if end.outcome.status == "oom" and not end.started), None)
+        if killed is not None:
+            log = Path(killed.outcome.worker_log or "")
+            said = f"see {log}" if log.is_file() and log.stat().st_size else "it logged nothing"
             raise WorkerCouldNotStart(
-                f"memory cap {format_size(cap_bytes)} is too small for the worker to start "
-                f"(it died before its first write; see {ends[0].outcome.worker_log})"
+                f"memory cap {format_size(cap_bytes)} is too small for the worker to start: the kernel "
+                f"OOM-killed it while it loaded Python and its libraries, before its first write ({said})"
             )
 
     def _judge(

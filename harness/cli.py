@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import textwrap
 import typing
@@ -14,7 +15,20 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from functools import partial
 from pathlib import Path
+from types import FrameType
 from typing import Annotated, Any, TypeVar
+
+
+def _terminated_while_starting(signum: int, _frame: FrameType | None) -> None:
+    """SIGTERM or SIGHUP while the libraries below load (~2.5 s), before main() takes the signals
+    over: the same line and exit code as later, not a silent 143."""
+    print(f"icebench: terminated ({signal.Signals(signum).name})", file=sys.stderr)
+    raise SystemExit(128 + signum)
+
+
+if __name__ == "__main__" or Path(sys.argv[0]).name == "icebench":  # the command, not an import by tests
+    for _signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(_signum, _terminated_while_starting)
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from rich.console import Console, RenderableType

@@ -260,3 +260,24 @@ def test_ctrl_c_twice_leaves_nothing_behind(settings, tiny_sets, tmp_path):
     run.process.communicate(timeout=120)
     assert run.process.returncode in (130, -signal.SIGINT)  # -SIGINT: the second came after main returned
     assert run.leftovers() == []
+
+
+def test_sigterm_while_the_command_loads_its_libraries_says_so(tmp_path):
+    """The libraries take ~2.5 s to load before main() takes SIGTERM over; a SIGTERM then ends the
+    command with the same line and exit code as later (it died silently with 143 before)."""
+    command = [
+        sys.executable,
+        "-m",
+        "harness.cli",
+        "generate",
+        "--preset",
+        "wide",
+        "--out",
+        str(tmp_path / "set"),
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 128 + signal.SIGTERM
+    assert err.strip().splitlines()[-1] == "icebench: terminated (SIGTERM)", err

@@ -31,7 +31,6 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import groupby
 from queue import Full, Queue
 from typing import Any, TypeVar
 
@@ -118,13 +117,12 @@ def read_content(table: Table, batch_rows: int = READ_BATCH_ROWS) -> TableConten
     snapshot = table.current_snapshot()
     manifests = snapshot.manifests(table.io) if snapshot else []
     tasks, equality_deletes = _planned(table, manifests)
-    units = [unit for index, task in enumerate(tasks) for unit in _row_groups(table, index, task)]
-    deletes = _DeleteCache(table, [tasks[unit.task] for unit in units])
+    deletes = _DeleteCache(table, tasks)
     parts: list[_RowGroupContent] = []
     hashing: _RowGroupHashing | None = None
     stats = [FileStats() for _ in tasks]
     columns = primitive_columns(table.metadata.schema())
-    for piece in _prefetched(_column_batches(table, tasks, units, batch_rows, stats), PREFETCH_BATCHES):
+    for piece in _prefetched(_column_batches(table, tasks, batch_rows, stats), PREFETCH_BATCHES):
         hashing = hashing or _RowGroupHashing(piece.unit)
         if piece.batch is not None:
             hashing.absorb(piece)
@@ -132,13 +130,14 @@ def read_content(table: Table, batch_rows: int = READ_BATCH_ROWS) -> TableConten
             continue
         task = tasks[piece.unit.task]
         parts.append(hashing.finish(deletes.positions_for(task)))
-        deletes.done(task)
+        if piece.unit.last:
+            deletes.done(task)
         hashing = None
     checksum = Checksum()
     rows = [0] * len(tasks)
-    for unit, part in zip(units, parts, strict=True):
+    for part in parts:
         checksum.add_rows(part.hashes)
-        rows[unit.task] += unit.rows
+        rows[part.unit.task] += part.unit.rows
     files = [FileFacts(task.file, rows[index], stats[index]) for index, task in enumerate(tasks)]
     return TableContent(
         rows=checksum.rows,
@@ -160,6 +159,7 @@ class _RowGroup:
     index: int  # the row group's number in its file
     rows: int
     start: int  # the file position of its first row: position deletes count from 0
+    last: bool  # its file's last row group
 
 
 @dataclass(frozen=True)
@@ -175,6 +175,7 @@ class _Piece:
 class _RowGroupContent:
     """What one row group of a data file holds: its visible rows' hashes, their keys, its raw facts."""
 
+    unit: _RowGroup
     hashes: RowHashes  # every visible row's
     keys: np.ndarray  # the visible non-null keys
     keyed_hashes: np.ndarray  # the hashes of the rows in `keys`, in its order
@@ -205,6 +206,7 @@ class _RowGroupHashing:
         key = key if keep is None else key.take(keep)
         valid = key.is_valid().to_numpy(zero_copy_only=False)
         return _RowGroupContent(
+            unit=self.unit,
             hashes=hashes,
             keys=pc.drop_null(key).to_numpy(zero_copy_only=False).astype(np.int64),
             keyed_hashes=hashes.first_lanes[valid],
@@ -212,14 +214,13 @@ class _RowGroupHashing:
         )
 
 
-def _row_groups(table: Table, index: int, task: FileScanTask) -> list[_RowGroup]:
-    with _parquet(table, task.file.file_path) as parquet:
-        units, start = [], 0
-        for row_group in range(parquet.num_row_groups):
-            rows = parquet.metadata.row_group(row_group).num_rows
-            units.append(_RowGroup(index, row_group, rows, start))
-            start += rows
-        return units
+def _row_groups(task: int, parquet: pq.ParquetFile) -> list[_RowGroup]:
+    units, start = [], 0
+    for row_group in range(parquet.num_row_groups):
+        rows = parquet.metadata.row_group(row_group).num_rows
+        units.append(_RowGroup(task, row_group, rows, start, last=row_group == parquet.num_row_groups - 1))
+        start += rows
+    return units
 
 
 @contextlib.contextmanager
@@ -234,18 +235,17 @@ def _parquet(table: Table, path: str, buffer_size: int = 0) -> Iterator[pq.Parqu
 
 
 def _column_batches(
-    table: Table, tasks: list[FileScanTask], units: list[_RowGroup], batch_rows: int, stats: list[FileStats]
+    table: Table, tasks: list[FileScanTask], batch_rows: int, stats: list[FileStats]
 ) -> Iterator[_Piece]:
     """Each row group's columns, READ_BUDGET_BYTES of column chunks at a time, in name order: Arrow
     holds a page and a read buffer per column it reads, so this, not the row group size a writer
     chose, bounds the oracle's memory, with batches of `batch_rows` rows. Each file's footer
     column sizes go into its `stats` as it is opened."""
-    for index, row_groups in groupby(units, key=lambda unit: unit.task):
-        task = tasks[index]
+    for index, task in enumerate(tasks):
         with _parquet(table, task.file.file_path, buffer_size=READ_BUFFER_BYTES) as parquet:
             reading = _FileProjection.of(table, task, parquet)
             stats[index].column_sizes = footer_column_sizes(parquet.metadata, reading.in_file)
-            for unit in row_groups:
+            for unit in _row_groups(index, parquet):
                 metadata = parquet.metadata.row_group(unit.index)
                 for group in reading.groups_within(metadata, READ_BUDGET_BYTES):
                     offset = 0
@@ -507,30 +507,25 @@ def _row_groups_to_read(parquet: pq.ParquetFile, key_name: str | None, keys: Key
 
 
 class _DeleteCache:
-    """Position deletes per data file, each delete file read once and dropped after its last use:
-    `uses` lists a task once for each time it will be asked (once per row group, in read_content).
-    Safe to share between reader threads. (Equality deletes never get here: read_content sets
-    them aside.)"""
+    """Position deletes per data file, each delete file read once and dropped after its last
+    task is done. (Equality deletes never get here: read_content sets them aside.)"""
 
-    def __init__(self, table: Table, uses: list[FileScanTask]) -> None:
+    def __init__(self, table: Table, tasks: list[FileScanTask]) -> None:
         self.io = table.io
-        self.uses = Counter(delete.file_path for task in uses for delete in task.delete_files)
+        self.uses = Counter(delete.file_path for task in tasks for delete in task.delete_files)
         self.read: dict[str, dict[str, pa.ChunkedArray]] = {}
-        self.lock = threading.Lock()
 
     def positions_for(self, task: FileScanTask) -> list[pa.ChunkedArray] | None:
         positions = []
-        with self.lock:
-            for delete in task.delete_files:
-                if delete.file_path not in self.read:
-                    self.read[delete.file_path] = _read_deletes(self.io, delete)
-                if (found := self.read[delete.file_path].get(task.file.file_path)) is not None:
-                    positions.append(found)
+        for delete in task.delete_files:
+            if delete.file_path not in self.read:
+                self.read[delete.file_path] = _read_deletes(self.io, delete)
+            if (found := self.read[delete.file_path].get(task.file.file_path)) is not None:
+                positions.append(found)
         return positions or None
 
     def done(self, task: FileScanTask) -> None:
-        with self.lock:
-            for delete in task.delete_files:
-                self.uses[delete.file_path] -= 1
-                if not self.uses[delete.file_path]:
-                    self.read.pop(delete.file_path, None)
+        for delete in task.delete_files:
+            self.uses[delete.file_path] -= 1
+            if not self.uses[delete.file_path]:
+                self.read.pop(delete.file_path, None)

@@ -42,7 +42,6 @@ class Launch:
     # peaked (an OOM kill: within one interval of it), so that the limit a kill hit can be told.
     worker_at_end: MemoryUsage | None = None
     box_at_end: MemoryUsage | None = None
-    service_died: str | None = None  # a server of the stack died meanwhile: the worker was killed
 
 
 # A traceback's last line (`OSError: [Errno 28] No space left on device`): the reason it died.
@@ -151,13 +150,11 @@ class ServiceWatch(threading.Thread):
     def __init__(self, handle: WorkerHandle) -> None:
         super().__init__(daemon=True)
         self.handle = handle
-        self.died: str | None = None
         self.stopped = threading.Event()
 
     def run(self) -> None:
         while not self.stopped.wait(self.interval_s):
-            self.died = dead_service()
-            if self.died is not None:
+            if dead_service() is not None:  # the runner asks again and records why
                 self.handle.kill()
                 return
 
@@ -308,7 +305,6 @@ def supervise(
         box_cap_bytes=box_cap,
         worker_at_end=sampler.last,
         box_at_end=sampler.box_last,
-        service_died=watch.died,
     )
 
 

@@ -1,34 +1,30 @@
-"""Order-independent content checksum shared by the generators and the read-back oracle (version 3).
+"""Order-independent content checksum shared by the generators and the read-back oracle (version 4).
 
-    cell_hash = SipHash-1-3[k0 = P0 ^ column_seed(name), k1 = P1 ^ type_tag](canonical bytes)
-    chain     = cell_hash of each non-null cell, 8 bytes LE each, columns by name
-    lane j    = SipHash-1-3[R0, R1](chain + j as 8 bytes LE)           j = 0 .. LANES - 1 (32)
-    checksum  = sum of the rows' lane vectors, lane by lane mod 2**64    a multiset hash
+    row message = for each non-null cell, columns by name: header(name, type tag), canonical bytes
+    lane j      = SipHash-2-4[R0, R1](row message + j as 8 bytes LE)     j = 0 .. LANES - 1 (32)
+    checksum    = sum of the rows' lane vectors, lane by lane mod 2**64   a multiset hash
 
-Values hash by their logical content, not their physical layout. Canonical bytes: every integer
-width, date (days), time, timestamp and duration (microseconds) its int64 little-endian; floats
-their float64 bits; decimals the 16-byte two's complement unscaled value; strings and binary
-their bytes; booleans one byte. The type tag keeps logical types apart where the bytes agree:
-integer (all widths, as Iceberg promotes int to long), date, time, timestamp, timestamptz,
-duration, float, decimal (with its scale), string (string, large_string and string_view
-alike), binary, boolean. Cell hashes are a keyed PRF: no algebra makes a value hash like another
-value, another column's value or a missing one, only a search (its cost below).
+Values enter by their logical content, not their physical layout. Canonical bytes, in whole 8-byte
+words: every integer width, date (days), time, timestamp and duration (microseconds) its int64
+little-endian; floats their float64 bits; decimals the 16-byte two's complement unscaled value;
+booleans 0 or 1; strings and binary their length as 4 bytes LE, then their bytes, zero-padded. The
+header is a keyed BLAKE2b of the column's name and type tag: integer (all widths, as Iceberg
+promotes int to long), date, time, timestamp, timestamptz, duration, float, decimal (with its
+scale), string (string, large_string and string_view alike), binary, boolean. Header and lengths
+make the message parse one way only: no value reads like another, another column's or a missing one.
 
-A row's cells are chained through one SipHash in column-name order, so column order does not
-matter and the combination is not linear. A null cell adds nothing to the chain, so a column
-added by schema evolution (null in old rows) leaves old row hashes unchanged. The chain's state is
-finalised once per lane (5 SipHash rounds a lane), far less than absorbing a wide row's cells.
+A null cell adds nothing, so a column added by schema evolution (null in old rows) leaves old row
+hashes unchanged; column order does not matter. The row's SipHash state is finalised once per lane.
 
-The table checksum is a sum so that partial checksums combine: the generators subtract the rows an
-upsert replaces, a table's checksum is its files' sum. The keys are public, so a forgery is rows
-whose hashes sum alike: a generalised-birthday search (Wagner's k-tree) in an n-bit group with k
-lists costs about k * 2**(n / (1 + lg k)). Version 2 summed one 64-bit lane: 8 lists of 2**16 rows
-forged it in seconds (tests/old_checksum_v2.py). Version 3 sums 32 lanes, n = 2048: with k below
-2**31 (the rows of any table) a list costs over 2**64, with any k at least 2**(2 sqrt n) ~ 2**90.
-Left is the 64-bit cell hash: a value hashing like any of a column's N distinct values (a cell
-changed, its row's lanes kept) takes 2**64 / N SipHash calls, 2**44 for an int64 column at wide.
-Version 1 (a polynomial string hash, XOR-combined decimals, no type tags) had algebraic
-shortcuts; manifests record the version their checksums were computed with (CHECKSUM_VERSION).
+Why it cannot be forged at an affordable cost: cells enter the row's SipHash unhashed, so two rows
+hash alike only if two messages reach one 256-bit state (about 2**128 work by birthday search; the
+best published differential for SipHash-2-x needs 2**236), and the 32 lanes make the sum a
+2048-bit group where a generalised-birthday search (Wagner's k-tree, about k * 2**(n / (1 + lg k))
+for k lists) costs over 2**64 a list for any k below 2**31 (the rows of any table). Version 3 hashed
+each cell to 64 bits first: a value hashing like one of a column's N values took 2**64 / N. Version
+2 summed one 64-bit lane: 8 lists of 2**16 rows forged it in seconds (tests/old_checksum_v2.py).
+Version 1 (a polynomial string hash, XOR-combined decimals, no type tags) had algebraic shortcuts;
+manifests record the version their checksums were computed with (CHECKSUM_VERSION).
 """
 
 from __future__ import annotations
@@ -48,13 +44,14 @@ from generators import siphash
 
 Data = pa.RecordBatch | pa.Table
 
-CHECKSUM_VERSION = 3
+CHECKSUM_VERSION = 4
 # Lanes of a row hash and of the checksum: 32 x 64 bits, a 2048-bit group (see above).
 LANES = 32
 HEX_DIGITS = 16 * LANES
 
 _MASK64 = (1 << 64) - 1
 _EMPTY = np.empty(0, np.uint8)
+_NO_INDICES = (np.empty(0, np.int32), _EMPTY, 0)  # absorb_bytes of a plain array
 
 
 def _key(label: bytes) -> tuple[int, int]:
@@ -62,9 +59,9 @@ def _key(label: bytes) -> tuple[int, int]:
     return int.from_bytes(digest[:8], "little"), int.from_bytes(digest[8:], "little")
 
 
-# Version 2's keys: version 3 hashes cells and chains them as it did, only the lanes are new.
-_CELL_KEY = _key(b"icebench checksum v2: cells")  # (P0, P1)
-_ROW_KEY = _key(b"icebench checksum v2: rows")  # (R0, R1)
+_HEADER_KEY = b"icebench checksum v4: headers"
+_ROW_KEY = _key(b"icebench checksum v4: rows")  # (R0, R1)
+MAX_VALUE_BYTES = 2**32 - 1  # a string or binary value's length is fed as 4 bytes
 
 
 class Tag(IntEnum):
@@ -84,9 +81,11 @@ class Tag(IntEnum):
 
 
 @cache
-def column_seed(name: str) -> np.uint64:
-    """Stable across processes and runs, unlike hash()."""
-    digest = hashlib.blake2b(name.encode(), digest_size=8).digest()
+def cell_header(name: str, tag: int) -> np.uint64:
+    """The word a column's cells start with: names the column and its logical type. Stable across
+    processes and runs, unlike hash()."""
+    message = tag.to_bytes(8, "little") + name.encode()
+    digest = hashlib.blake2b(message, digest_size=8, key=_HEADER_KEY).digest()
     return np.uint64(int.from_bytes(digest, "little"))
 
 
@@ -113,8 +112,8 @@ def row_hashes(data: Data) -> np.ndarray:
 
 
 def row_states(data: Data) -> np.ndarray:
-    """Each row's SipHash state (siphash.STATE_WORDS words) once its non-null cells' hashes are
-    absorbed, in column-name order."""
+    """Each row's SipHash state (siphash.STATE_WORDS words) once its non-null cells are absorbed,
+    in column-name order."""
     states = empty_row_states(data.num_rows)
     absorb_columns(states, data)
     return states
@@ -133,11 +132,10 @@ def absorb_columns(states: np.ndarray, data: Data) -> None:
     """Each column of `data` into its rows' `states`, in name order: the chain of cell hashes must
     not depend on the column order. Columns absorbed by an earlier call must sort before these."""
     for name, column in sorted(zip(data.column_names, data.columns, strict=True), key=lambda item: item[0]):
-        seed = column_seed(name)
         chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
         start = 0
         for chunk in chunks:
-            _absorb_column(states[start : start + len(chunk)], chunk, seed)
+            _absorb_column(states[start : start + len(chunk)], chunk, name)
             start += len(chunk)
 
 
@@ -149,26 +147,60 @@ def finish_rows(states: np.ndarray) -> RowHashes:
     return RowHashes(first_lanes, sums)
 
 
-def _absorb_column(states: np.ndarray, array: pa.Array, seed: np.uint64) -> None:
+def _absorb_column(states: np.ndarray, array: pa.Array, name: str) -> None:
     if array.null_count == len(array):
         return
     if pa.types.is_dictionary(array.type):
-        # Hash each distinct value once and gather: same result as decoding first, much cheaper.
-        indices, entries = array.indices, array.dictionary
-        entries_bitmap, entries_offset = _validity(entries)
-        bitmap, offset = _validity(indices)
-        siphash.absorb_dictionary_cells(
-            states,
-            _value_hashes(entries, seed),
-            entries_bitmap,
-            entries_offset,
-            _values(indices),
-            bitmap,
-            offset,
+        if _holds_bytes(array.dictionary.type):
+            _absorb_dictionary_bytes(states, array, name)
+            return
+        array = array.dictionary_decode()  # fixed-width entries: decoding is as cheap as gathering
+    values = _canonical(array)
+    tag = _type_tag(values.type)
+    header = cell_header(name, tag)
+    bitmap, offset = _validity(values)
+    match Tag(tag & 0xFF):
+        case Tag.BOOLEAN:
+            bits = np.frombuffer(values.buffers()[1], dtype=np.uint8)
+            siphash.absorb_bits(states, header, bits, values.offset, bitmap, offset, len(values))
+        case Tag.FLOAT:
+            words = _values(values).astype(np.float64, copy=False).view(np.uint64)
+            siphash.absorb_words(states, header, words, bitmap, offset)
+        case Tag.DECIMAL:
+            siphash.absorb_word_pairs(states, header, _values(values), bitmap, offset)
+        case Tag.STRING | Tag.BINARY:
+            siphash.absorb_bytes(states, header, *_offsets_and_data(values), bitmap, offset, *_NO_INDICES)
+        case _:  # integers, and the dates and times stored as them
+            siphash.absorb_words(states, header, _values(values), bitmap, offset)
+
+
+def _absorb_dictionary_bytes(states: np.ndarray, array: pa.DictionaryArray, name: str) -> None:
+    """A dictionary of strings or binary, fed row by row from its entries without decoding."""
+    entries = _canonical(array.dictionary)
+    entries_bitmap, entries_offset = _validity(entries)
+    siphash.absorb_bytes(
+        states,
+        cell_header(name, _type_tag(entries.type)),
+        *_offsets_and_data(entries),
+        entries_bitmap,
+        entries_offset,
+        _values(array.indices),
+        *_validity(array.indices),
+    )
+
+
+def _holds_bytes(kind: pa.DataType) -> bool:
+    return any(
+        check(kind)
+        for check in (
+            pa.types.is_string,
+            pa.types.is_large_string,
+            pa.types.is_string_view,
+            pa.types.is_binary,
+            pa.types.is_large_binary,
+            pa.types.is_binary_view,
         )
-    else:
-        bitmap, offset = _validity(array)
-        siphash.absorb_cells(states, _value_hashes(array, seed), bitmap, offset)
+    )
 
 
 def _validity(array: pa.Array) -> tuple[np.ndarray, int]:
@@ -177,26 +209,6 @@ def _validity(array: pa.Array) -> tuple[np.ndarray, int]:
     if array.null_count == 0 or bitmap is None:
         return _EMPTY, 0
     return np.frombuffer(bitmap, dtype=np.uint8), array.offset
-
-
-def _value_hashes(array: pa.Array, seed: np.uint64) -> np.ndarray:
-    """A uint64 hash per slot of a plain (not dictionary) array; null slots hash to anything."""
-    array = _canonical(array)
-    tag = _type_tag(array.type)
-    key = siphash.keyed(_CELL_KEY[0] ^ int(seed), _CELL_KEY[1] ^ tag)
-    out = np.empty(len(array), dtype=np.uint64)
-    match Tag(tag & 0xFF):
-        case Tag.BOOLEAN:
-            siphash.hash_bits(np.frombuffer(array.buffers()[1], dtype=np.uint8), array.offset, key, out)
-        case Tag.FLOAT:
-            siphash.hash_words(_values(array).astype(np.float64, copy=False).view(np.uint64), key, out)
-        case Tag.DECIMAL:
-            siphash.hash_word_pairs(_values(array), key, out)
-        case Tag.STRING | Tag.BINARY:
-            siphash.hash_bytes(*_offsets_and_data(array), key, out)
-        case _:  # integers, and the dates and times stored as them
-            siphash.hash_words(_values(array), key, out)
-    return out
 
 
 def _canonical(array: pa.Array) -> pa.Array:
@@ -268,6 +280,10 @@ def _offsets_and_data(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else _EMPTY
     if offsets[-1] > data.size:  # the kernel reads unchecked
         raise ValueError(f"corrupt {array.type} array: offsets run past its data")
+    if large and offsets[-1] - offsets[0] > MAX_VALUE_BYTES and np.diff(offsets).max() > MAX_VALUE_BYTES:
+        raise ValueError(
+            f"a {array.type} value over {MAX_VALUE_BYTES} bytes: the checksum feeds lengths as 4 bytes"
+        )
     return offsets, data
 
 

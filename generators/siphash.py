@@ -1,4 +1,4 @@
-"""SipHash-1-3 kernels for the content checksum (generators/checksum.py), compiled by numba.
+"""SipHash-2-4 kernels for the content checksum (generators/checksum.py), compiled by numba.
 
 SipHash as specified by Aumasson and Bernstein (64-bit output, 128-bit key), with C_ROUNDS
 compression and D_ROUNDS finalisation rounds. Each kernel loops over the buffers of one Arrow
@@ -25,8 +25,8 @@ from numba.extending import intrinsic
 if sys.byteorder != "little":  # _load_word reads words in the machine's order
     raise ImportError("the checksum kernels need a little-endian machine")
 
-C_ROUNDS = 1
-D_ROUNDS = 3
+C_ROUNDS = 2
+D_ROUNDS = 4
 
 _U64 = np.uint64
 # "somepseudorandomlygeneratedbytes", SipHash's initial state constants.
@@ -117,90 +117,116 @@ def _valid(bitmap: np.ndarray, bit: int) -> bool:
     return bitmap.size == 0 or (bitmap[bit >> 3] >> (bit & 7)) & 1 == 1
 
 
+@_helper
+def _absorb_pair(states: np.ndarray, row: int, first: np.uint64, second: np.uint64) -> None:
+    v0, v1, v2, v3 = states[row, 0], states[row, 1], states[row, 2], states[row, 3]
+    v0, v1, v2, v3 = _compress(v0, v1, v2, v3, first)
+    v0, v1, v2, v3 = _compress(v0, v1, v2, v3, second)
+    states[row, 0], states[row, 1], states[row, 2], states[row, 3] = v0, v1, v2, v3
+    states[row, 4] += _U64(16)
+
+
 @_kernel
-def hash_words(values: np.ndarray, key: np.ndarray, out: np.ndarray) -> None:
-    """SipHash of each value as 8 little-endian bytes (integers sign-extended to 64 bits)."""
-    a, b, c, d = key[0], key[1], key[2], key[3]
+def absorb_words(
+    states: np.ndarray, header: np.uint64, values: np.ndarray, validity: np.ndarray, offset: int
+) -> None:
+    """Each row's cell as the header, then the value as 8 little-endian bytes (integers
+    sign-extended to 64 bits); nulls (validity bit 0, from bit `offset`) feed nothing."""
     for i in range(values.size):
-        word = _U64(np.int64(values[i]))
-        v0, v1, v2, v3 = _compress(a, b, c, d, word)
-        out[i] = _finish(v0, v1, v2, v3, _U64(0), 8)
+        if _valid(validity, offset + i):
+            _absorb_pair(states, i, header, _U64(np.int64(values[i])))
 
 
 @_kernel
-def hash_word_pairs(words: np.ndarray, key: np.ndarray, out: np.ndarray) -> None:
-    """SipHash of each (low, high) uint64 pair as 16 little-endian bytes."""
-    a, b, c, d = key[0], key[1], key[2], key[3]
+def absorb_word_pairs(
+    states: np.ndarray, header: np.uint64, words: np.ndarray, validity: np.ndarray, offset: int
+) -> None:
+    """As absorb_words for (low, high) uint64 pairs: the header, then 16 little-endian bytes."""
     for i in range(words.shape[0]):
-        v0, v1, v2, v3 = _compress(a, b, c, d, words[i, 0])
-        v0, v1, v2, v3 = _compress(v0, v1, v2, v3, words[i, 1])
-        out[i] = _finish(v0, v1, v2, v3, _U64(0), 16)
+        if _valid(validity, offset + i):
+            _absorb_pair(states, i, header, words[i, 0])
+            v0, v1, v2, v3 = states[i, 0], states[i, 1], states[i, 2], states[i, 3]
+            states[i, 0], states[i, 1], states[i, 2], states[i, 3] = _compress(v0, v1, v2, v3, words[i, 1])
+            states[i, 4] += _U64(8)
 
 
 @_kernel
-def hash_bits(bitmap: np.ndarray, offset: int, key: np.ndarray, out: np.ndarray) -> None:
-    """SipHash of each bit of an Arrow boolean buffer (from bit `offset`) as one byte, 0 or 1."""
-    a, b, c, d = key[0], key[1], key[2], key[3]
-    for i in range(out.size):
-        bit = offset + i
-        out[i] = _finish(a, b, c, d, _U64((bitmap[bit >> 3] >> (bit & 7)) & 1), 1)
-
-
-@_kernel
-def hash_bytes(offsets: np.ndarray, data: np.ndarray, key: np.ndarray, out: np.ndarray) -> None:
-    """SipHash of each value data[offsets[i]:offsets[i + 1]] of an Arrow string or binary array."""
-    a, b, c, d = key[0], key[1], key[2], key[3]
-    for i in range(out.size):
-        start, end = np.int64(offsets[i]), np.int64(offsets[i + 1])
-        v0, v1, v2, v3 = a, b, c, d
-        position = start
-        while position + 8 <= end:
-            v0, v1, v2, v3 = _compress(v0, v1, v2, v3, _load_word(data, position))
-            position += 8
-        tail = _U64(0)
-        for byte in range(end - position):
-            tail |= _U64(data[position + byte]) << _U64(8 * byte)
-        out[i] = _finish(v0, v1, v2, v3, tail, end - start)
+def absorb_bits(
+    states: np.ndarray,
+    header: np.uint64,
+    bits: np.ndarray,
+    bits_offset: int,
+    validity: np.ndarray,
+    offset: int,
+    rows: int,
+) -> None:
+    """As absorb_words for an Arrow boolean buffer (from bit `bits_offset`): the value word is 0 or 1."""
+    for i in range(rows):
+        if _valid(validity, offset + i):
+            bit = bits_offset + i
+            _absorb_pair(states, i, header, _U64((bits[bit >> 3] >> (bit & 7)) & 1))
 
 
 @_helper
-def _absorb(states: np.ndarray, row: int, cell: np.uint64) -> None:
-    v0, v1, v2, v3 = _compress(states[row, 0], states[row, 1], states[row, 2], states[row, 3], cell)
-    states[row, 0], states[row, 1], states[row, 2], states[row, 3] = v0, v1, v2, v3
-    states[row, 4] += 8
+def _tail(data: np.ndarray, start: int, end: int) -> np.uint64:
+    """data[start:end], at most 8 bytes, as one little-endian word padded with zeros: one load and
+    a mask where 8 bytes from `start` lie in the buffer, else byte by byte."""
+    count = end - start
+    if start + 8 <= data.size:
+        word = _load_word(data, start)
+        return word if count == 8 else word & ((_U64(1) << _U64(8 * count)) - _U64(1))
+    word = _U64(0)
+    for byte in range(count):
+        word |= _U64(data[start + byte]) << _U64(8 * byte)
+    return word
 
 
 @_kernel
-def absorb_cells(states: np.ndarray, cells: np.ndarray, validity: np.ndarray, offset: int) -> None:
-    """Feed each row's cell hash into its SipHash state as the next 8 message bytes; nulls
-    (validity bit 0, from bit `offset`) feed nothing."""
-    for i in range(cells.size):
-        if _valid(validity, offset + i):
-            _absorb(states, i, cells[i])
-
-
-@_kernel
-def absorb_dictionary_cells(
+def absorb_bytes(
     states: np.ndarray,
-    entries: np.ndarray,
-    entries_validity: np.ndarray,
-    entries_offset: int,
-    indices: np.ndarray,
+    header: np.uint64,
+    offsets: np.ndarray,
+    data: np.ndarray,
     validity: np.ndarray,
     offset: int,
+    indices: np.ndarray,
+    index_validity: np.ndarray,
+    index_offset: int,
 ) -> None:
-    """As absorb_cells for a dictionary array: row i's cell hash is entries[indices[i]], so each
-    distinct value was hashed once. A null index or a null dictionary entry feeds nothing."""
-    for i in range(indices.size):
-        if _valid(validity, offset + i):
+    """Each row's cell of a string or binary array as the header, then the value's length as 4
+    little-endian bytes and its bytes, zero-padded to whole words. Row i's value is
+    data[offsets[i]:offsets[i + 1]], or with `indices` (a dictionary array: these arrays are its
+    entries) entry indices[i]. A null index or a null value feeds nothing."""
+    for i in range(states.shape[0]):
+        entry = i
+        if indices.size:
+            if not _valid(index_validity, index_offset + i):
+                continue
             entry = np.int64(indices[i])
-            if _valid(entries_validity, entries_offset + entry):
-                _absorb(states, i, entries[entry])
+        if not _valid(validity, offset + entry):
+            continue
+        start, end = np.int64(offsets[entry]), np.int64(offsets[entry + 1])
+        # Inline, not a helper: a call per cell cost 4x the hashing here.
+        v0, v1, v2, v3 = states[i, 0], states[i, 1], states[i, 2], states[i, 3]
+        v0, v1, v2, v3 = _compress(v0, v1, v2, v3, header)
+        head = min(end, start + 4)
+        v0, v1, v2, v3 = _compress(v0, v1, v2, v3, _U64(end - start) | _tail(data, start, head) << _U64(32))
+        words = 2
+        position = head
+        while position + 8 <= end:
+            v0, v1, v2, v3 = _compress(v0, v1, v2, v3, _load_word(data, position))
+            position += 8
+            words += 1
+        if position < end:
+            v0, v1, v2, v3 = _compress(v0, v1, v2, v3, _tail(data, position, end))
+            words += 1
+        states[i, 0], states[i, 1], states[i, 2], states[i, 3] = v0, v1, v2, v3
+        states[i, 4] += _U64(8 * words)
 
 
 @_kernel
 def finish_lanes(states: np.ndarray, first_lanes: np.ndarray, sums: np.ndarray) -> None:
-    """Each row's sums.size lanes: lane j is the row's SipHash over the cell hashes it absorbed
+    """Each row's sums.size lanes: lane j is the row's SipHash over the cells it absorbed
     followed by the 8 bytes of j. Row i's lane 0 goes to first_lanes[i]; lane j of every row is
     added to sums[j] (mod 2**64), so no rows x lanes array is ever held."""
     for i in range(states.shape[0]):

@@ -1,10 +1,10 @@
 """The version 2 content checksum (generators/checksum.py before version 3), kept for tests only,
-and a forgery of it that version 3 rejects.
+and a forgery of it that the 32 lanes of version 3 and later reject.
 
-    row_hash = SipHash-1-3[R0, R1](chain)        version 3's lane j hashes chain + j instead
+    row_hash = SipHash[R0, R1](chain)        lane j of version 3 and later hashes chain + j instead
     checksum = sum of row hashes mod 2**64        one 64-bit lane
 
-Cells and their chain are version 3's (generators.checksum.row_states); only the finalisation and
+Cells and their chain are today's (generators.checksum.row_states); only the finalisation and
 the sum differ. forge_version_2 is Wagner's k-tree ("A Generalized Birthday Problem", 2002) with 8
 lists: 8 cells changed, the version 2 checksum kept, in about a second.
 """

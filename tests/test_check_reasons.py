@@ -118,7 +118,7 @@ def test_a_changed_value_names_its_key_and_column(tiny_sets, tmp_path):
 
 def test_a_k_tree_forgery_of_the_version_2_sum_fails_only_content_checksum(tiny_sets, tmp_path):
     """8 int64 cells of the first file changed so that version 2's 64-bit sum of row hashes stays
-    (Wagner's k-tree, tests/old_checksum_v2.py): version 3 fails the table, naming the first."""
+    (Wagner's k-tree, tests/old_checksum_v2.py): the 32 lanes fail the table, naming the first."""
     original = pq.read_table(tiny_sets["base"].directory / tiny_sets["base"].manifest.files[0].name)
     column = next(name for name in original.column_names if name.endswith("_int64"))
     rows = np.flatnonzero(original.column(column).is_valid().to_numpy(zero_copy_only=False))[::601][:8]

@@ -1,6 +1,6 @@
-"""The content checksum (generators/checksum.py, version 3): its exact definition, the blind spots
-of version 1 (tests/old_checksum.py) and version 2 (tests/old_checksum_v2.py) it closes, and the
-layouts it must not tell apart."""
+"""The content checksum (generators/checksum.py, version 4): its exact definition, the blind spots
+of version 1 (tests/old_checksum.py), version 2 (tests/old_checksum_v2.py) and version 3 (a 64-bit
+hash per cell) it closes, and the layouts it must not tell apart."""
 
 import json
 import os
@@ -14,19 +14,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from old_checksum import OldChecksum, old_hash_string_collision, old_row_hashes
+from old_checksum import OldChecksum, column_seed, old_hash_string_collision, old_row_hashes
 from old_checksum_v2 import V2Checksum, forge_version_2
 
 from generators.changes import generate_changes
 from generators.checksum import (
-    _CELL_KEY,
     _ROW_KEY,
     CHECKSUM_VERSION,
     HEX_DIGITS,
     LANES,
     Checksum,
     Tag,
-    column_seed,
+    cell_header,
     hash_rows,
     row_hashes,
 )
@@ -40,7 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 MASK = (1 << 64) - 1
 
 
-def siphash(key: tuple[int, int], message: bytes, c_rounds: int = 1, d_rounds: int = 3) -> int:
+def siphash(key: tuple[int, int], message: bytes, c_rounds: int = 2, d_rounds: int = 4) -> int:
     """SipHash-c-d as the paper specifies it, in plain Python: the reference for the kernels."""
 
     def rotl(x: int, bits: int) -> int:
@@ -75,11 +74,17 @@ def siphash(key: tuple[int, int], message: bytes, c_rounds: int = 1, d_rounds: i
 
 def reference_row_lanes(cells: dict[str, tuple[int, bytes]]) -> list[int]:
     """The documented definition: column name -> (type tag, canonical bytes) of a non-null cell."""
-    chained = b"".join(
-        siphash((_CELL_KEY[0] ^ int(column_seed(name)), _CELL_KEY[1] ^ tag), value).to_bytes(8, "little")
+    message = b"".join(
+        int(cell_header(name, tag)).to_bytes(8, "little") + value
         for name, (tag, value) in sorted(cells.items())
     )
-    return [siphash(_ROW_KEY, chained + lane.to_bytes(8, "little")) for lane in range(LANES)]
+    return [siphash(_ROW_KEY, message + lane.to_bytes(8, "little")) for lane in range(LANES)]
+
+
+def length_prefixed(value: bytes) -> bytes:
+    """Strings and binary: 4 bytes of length, the bytes, zeros to a whole word."""
+    encoded = len(value).to_bytes(4, "little") + value
+    return encoded + bytes(-len(encoded) % 8)
 
 
 def one_row(value: object, kind: pa.DataType, name: str = "c") -> int:
@@ -99,7 +104,7 @@ def int64_le(value: int) -> bytes:
 
 def test_reference_siphash_matches_the_paper():
     key = (int.from_bytes(bytes(range(8)), "little"), int.from_bytes(bytes(range(8, 16)), "little"))
-    assert siphash(key, bytes(range(15)), 2, 4) == 0xA129CA6149BE45E5  # SipHash-2-4 paper, appendix A
+    assert siphash(key, bytes(range(15))) == 0xA129CA6149BE45E5  # SipHash-2-4 paper, appendix A
 
 
 def test_row_hash_is_the_documented_definition():
@@ -118,15 +123,18 @@ def test_row_hash_is_the_documented_definition():
     decimal_tag = Tag.DECIMAL | 3 << 32
     first = {
         "z_int": (Tag.INTEGER, int64_le(-5)),
-        "a_text": (Tag.STRING, "grüße, a string longer than eight bytes".encode()),
+        "a_text": (Tag.STRING, length_prefixed("grüße, a string longer than eight bytes".encode())),
         "m_dec": (decimal_tag, (-12_345 & (1 << 128) - 1).to_bytes(16, "little")),
-        "b_flag": (Tag.BOOLEAN, b"\x01"),
+        "b_flag": (Tag.BOOLEAN, int64_le(1)),
         "f_float": (Tag.FLOAT, np.float64(1.5).tobytes()),
         "d_day": (Tag.DATE, int64_le(19_000)),
         "t_ts": (Tag.TIMESTAMPTZ, int64_le(1_700_000_000_000_000)),
-        "r_raw": (Tag.BINARY, b"\x00\x01"),
+        "r_raw": (Tag.BINARY, length_prefixed(b"\x00\x01")),
     }
-    second = {"a_text": (Tag.STRING, b""), "b_flag": (Tag.BOOLEAN, b"\x00")}  # nulls feed nothing
+    second = {
+        "a_text": (Tag.STRING, length_prefixed(b"")),
+        "b_flag": (Tag.BOOLEAN, int64_le(0)),
+    }  # nulls: nothing
     lanes = [reference_row_lanes(first), reference_row_lanes(second)]
     assert row_hashes(table).tolist() == [lanes[0][0], lanes[1][0]]
     checksum = Checksum.of(table)
@@ -216,9 +224,9 @@ def test_layouts_of_one_logical_type_agree():
 # --- version 2's blind spot -----------------------------------------------------------------
 
 
-def test_a_k_tree_forgery_of_the_version_2_sum_fails_version_3(tiny_cache: DataCache):
+def test_a_k_tree_forgery_of_the_version_2_sum_fails_version_4(tiny_cache: DataCache):
     """8 int64 cells of tiny's first file changed so that version 2's 64-bit sum stays (Wagner's
-    k-tree, tests/old_checksum_v2.py): version 3's 32 lanes tell, the untouched set still matches."""
+    k-tree, tests/old_checksum_v2.py): the 32 lanes tell, the untouched set still matches."""
     base = tiny_cache.ensure(get_preset("tiny"), ["base"])["base"]
     paths = base.manifest.file_paths(base.directory)
     first = pq.read_table(paths[0])
@@ -232,6 +240,32 @@ def test_a_k_tree_forgery_of_the_version_2_sum_fails_version_3(tiny_cache: DataC
     assert Checksum.of(forged).rows == first.num_rows
     assert Checksum.of(forged) != Checksum.of(first)
     assert sum((Checksum.of(pq.read_table(path)) for path in paths), Checksum()).hex == base.manifest.checksum
+
+
+# --- version 3's blind spot: a 64-bit digest per cell -----------------------------------------
+
+
+def test_cells_enter_the_row_unhashed_and_parse_one_way():
+    """Version 3 fed each cell's 64-bit SipHash into the row: a value hashing like one of a
+    column's N values (2**64 / N tries) kept the row. Version 4 feeds the value itself, so rows
+    differ wherever their messages do, and these encodings of the same bytes never meet."""
+    header = int(cell_header("b", Tag.INTEGER)).to_bytes(8, "little")
+    smuggled = b"x" + bytes(3) + header + int64_le(5)  # b's cell spelled inside a's string
+    rows = {
+        "split ab|c": {"a": "ab", "b": "c"},
+        "split a|bc": {"a": "a", "b": "bc"},
+        "a then b": {"a": "x", "b": 5},
+        "b inside a": {"a": smuggled.decode("latin-1"), "b": None},
+        "empty": {"a": "", "b": None},
+        "four zeros": {"a": "\x00" * 4, "b": None},
+        "absent": {"a": None, "b": None},
+    }
+    hashes = {}
+    for label, cells in rows.items():
+        kind = pa.int64() if isinstance(cells["b"], int) else pa.string()
+        table = pa.table({"a": pa.array([cells["a"]], pa.string()), "b": pa.array([cells["b"]], kind)})
+        hashes[label] = int(row_hashes(table)[0])
+    assert len(set(hashes.values())) == len(hashes), hashes
 
 
 # --- what must not change a row's hash ------------------------------------------------------
@@ -412,8 +446,8 @@ def tiny_cache(tmp_path_factory: pytest.TempPathFactory) -> DataCache:
 def test_generated_sets_record_the_checksum_version(tiny_cache: DataCache):
     sets = tiny_cache.ensure(get_preset("tiny"), ["changes"])
     for name in ("base", "changes"):
-        assert sets[name].manifest.checksum_version == CHECKSUM_VERSION == 3
-    assert '"checksum_version": 3' in (sets["base"].directory / MANIFEST_FILE).read_text()
+        assert sets[name].manifest.checksum_version == CHECKSUM_VERSION == 4
+    assert '"checksum_version": 4' in (sets["base"].directory / MANIFEST_FILE).read_text()
 
 
 def test_a_manifest_without_a_version_is_version_1(tiny_cache: DataCache, tmp_path: Path):
@@ -440,7 +474,7 @@ def test_a_given_set_of_an_older_version_is_refused(tiny_cache: DataCache, tmp_p
     old.mkdir()
     (old / MANIFEST_FILE).write_text((base.directory / MANIFEST_FILE).read_text())
     as_version_1(old)
-    message = rf"{re.escape(str(old))}.*version 1.*version 3.*regenerate"
+    message = rf"{re.escape(str(old))}.*version 1.*version 4.*regenerate"
     with pytest.raises(SourceError, match=message) as error:
         data_set(old)
     assert "\n" not in str(error.value)

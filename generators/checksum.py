@@ -7,7 +7,8 @@
 Values enter by their logical content, not their physical layout. Canonical bytes, in whole 8-byte
 words: every integer width, date (days), time, timestamp and duration (microseconds) its int64
 little-endian; floats their float64 bits; decimals the 16-byte two's complement unscaled value;
-booleans 0 or 1; strings and binary their length as 4 bytes LE, then their bytes, zero-padded. The
+booleans 0 or 1; strings and binary their length as 4 bytes LE, then their bytes, zero-padded to
+whole words and to 3 words at least (so short values take no branch). The
 header is a keyed BLAKE2b of the column's name and type tag: integer (all widths, as Iceberg
 promotes int to long), date, time, timestamp, timestamptz, duration, float, decimal (with its
 scale), string (string, large_string and string_view alike), binary, boolean. Header and lengths

@@ -168,16 +168,18 @@ def absorb_bits(
 
 
 @_helper
-def _tail(data: np.ndarray, start: int, end: int) -> np.uint64:
-    """data[start:end], at most 8 bytes, as one little-endian word padded with zeros: one load and
-    a mask where 8 bytes from `start` lie in the buffer, else byte by byte."""
-    count = end - start
-    if start + 8 <= data.size:
-        word = _load_word(data, start)
-        return word if count == 8 else word & ((_U64(1) << _U64(8 * count)) - _U64(1))
+def _word_at(data: np.ndarray, position: int, count: int) -> np.uint64:
+    """data[position : position + count] (count clamped to 0..8) as one little-endian word padded
+    with zeros: one load and a mask where 8 bytes from `position` lie in the buffer (the bytes past
+    the value are masked off), else byte by byte."""
+    count = min(max(count, 0), 8)
+    if position + 8 <= data.size:
+        # Two shifts: a shift by 64 is undefined, and the mask of 8 bytes is all ones.
+        mask = (_U64(1) << _U64(4 * count) << _U64(4 * count)) - _U64(1)
+        return _load_word(data, position) & mask
     word = _U64(0)
     for byte in range(count):
-        word |= _U64(data[start + byte]) << _U64(8 * byte)
+        word |= _U64(data[position + byte]) << _U64(8 * byte)
     return word
 
 
@@ -194,7 +196,7 @@ def absorb_bytes(
     index_offset: int,
 ) -> None:
     """Each row's cell of a string or binary array as the header, then the value's length as 4
-    little-endian bytes and its bytes, zero-padded to whole words. Row i's value is
+    little-endian bytes and its bytes, zero-padded to whole words and to 3 words at least. Row i's value is
     data[offsets[i]:offsets[i + 1]], or with `indices` (a dictionary array: these arrays are its
     entries) entry indices[i]. A null index or a null value feeds nothing."""
     for i in range(states.shape[0]):
@@ -206,19 +208,20 @@ def absorb_bytes(
         if not _valid(validity, offset + entry):
             continue
         start, end = np.int64(offsets[entry]), np.int64(offsets[entry + 1])
+        length = end - start
         # Inline, not a helper: a call per cell cost 4x the hashing here.
         v0, v1, v2, v3 = states[i, 0], states[i, 1], states[i, 2], states[i, 3]
         v0, v1, v2, v3 = _compress(v0, v1, v2, v3, header)
-        head = min(end, start + 4)
-        v0, v1, v2, v3 = _compress(v0, v1, v2, v3, _U64(end - start) | _tail(data, start, head) << _U64(32))
-        words = 2
-        position = head
-        while position + 8 <= end:
-            v0, v1, v2, v3 = _compress(v0, v1, v2, v3, _load_word(data, position))
+        v0, v1, v2, v3 = _compress(
+            v0, v1, v2, v3, _U64(length) | _word_at(data, start, min(length, 4)) << _U64(32)
+        )
+        v0, v1, v2, v3 = _compress(v0, v1, v2, v3, _word_at(data, start + 4, length - 4))
+        v0, v1, v2, v3 = _compress(v0, v1, v2, v3, _word_at(data, start + 12, length - 12))
+        words = 4
+        position = start + 20
+        while position < end:  # past the 3 words every value takes (no branch on shorter ones)
+            v0, v1, v2, v3 = _compress(v0, v1, v2, v3, _word_at(data, position, end - position))
             position += 8
-            words += 1
-        if position < end:
-            v0, v1, v2, v3 = _compress(v0, v1, v2, v3, _tail(data, position, end))
             words += 1
         states[i, 0], states[i, 1], states[i, 2], states[i, 3] = v0, v1, v2, v3
         states[i, 4] += _U64(8 * words)

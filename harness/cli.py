@@ -676,6 +676,8 @@ def _session(settings: Settings) -> Iterator[tuple[ResultsStore, Stack]]:
     with owned(store.folder), started(settings, store.folder / "services") as stack:
         yield store, stack
         console.print(f"harness: resident peak {format_size(peak_since_start())}")
+    if store.unwritten:  # each was said as it ran: the command must not pass as complete
+        raise IcebenchError(f"{store.unwritten} run records could not be written to {store.runs_path}")
 
 
 def cmd_generate(args: argparse.Namespace) -> None:
@@ -898,6 +900,10 @@ def _run_workload(
     with _session(settings) as (store, stack):
         records = workload(store, stack, RichEvents())
     _print_results(records, title=f"icebench {command} {store.run_id}")
+    if store.unwritten:
+        raise IcebenchError(
+            f"{store.unwritten} of {len(records)} run records could not be written to {store.runs_path}"
+        )
     console.print(f"results: {store.runs_path}")
     if report:
         _print_report(write_report(store.folder))

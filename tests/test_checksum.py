@@ -82,9 +82,10 @@ def reference_row_lanes(cells: dict[str, tuple[int, bytes]]) -> list[int]:
 
 
 def length_prefixed(value: bytes) -> bytes:
-    """Strings and binary: 4 bytes of length, the bytes, zeros to a whole word."""
+    """Strings and binary: 4 bytes of length, the bytes, zeros to a whole word and to 24 bytes."""
     encoded = len(value).to_bytes(4, "little") + value
-    return encoded + bytes(-len(encoded) % 8)
+    encoded += bytes(-len(encoded) % 8)
+    return encoded + bytes(max(0, 24 - len(encoded)))
 
 
 def one_row(value: object, kind: pa.DataType, name: str = "c") -> int:

@@ -1,14 +1,21 @@
 """A full disk is a recorded error with its reason, never a crash: results on a small tmpfs make
-every run an error naming ENOSPC and the matrix finishes; a full data cache leaves no partial set."""
+every run an error naming ENOSPC and the matrix finishes; a disk that fills after the write still
+gets the table judged; a record that cannot be written is said and fails the command; a full data
+cache leaves no partial set."""
 
+import contextlib
+import errno
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from harness.base import results
 from harness.base.results import read_runs, write_whole
 from harness.cli import main
+from harness.run.runner import Runner
 
 NO_SPACE = "No space left on device"
 
@@ -68,3 +75,68 @@ def test_a_report_that_does_not_fit_leaves_no_partial_file(small_disk):
     with pytest.raises(OSError, match="No space left"):
         write_whole(small_disk / "result.json", "x" * (1 << 16))
     assert sorted(path.name for path in small_disk.iterdir()) == ["filler"]
+
+
+@pytest.fixture
+def roomy_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 64 MiB tmpfs: room for a tiny run, until a test fills it."""
+    mount_point = tmp_path / "roomy-disk"
+    mount_point.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount_point)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "--lazy", str(mount_point)], check=True)
+
+
+def fill(disk: Path) -> None:
+    with (disk / "filler").open("wb") as filler, contextlib.suppress(OSError):
+        while True:
+            filler.write(b"\0" * (1 << 20))
+            filler.flush()
+
+
+def test_a_disk_that_fills_after_the_write_still_gets_the_table_judged(
+    capsys, cli_settings, tiny_sets, roomy_disk, monkeypatch
+):
+    """The worker wrote its table, then the disk filled: the verdict stands, the scans that need
+    a file of the harness's are the recorded error, and nothing blames the writer."""
+    judge = Runner._judge
+
+    def judge_on_a_full_disk(self: Runner, *args: Any, **kwargs: Any) -> Any:
+        fill(roomy_disk)
+        return judge(self, *args, **kwargs)
+
+    monkeypatch.setattr(Runner, "_judge", judge_on_a_full_disk)
+    code = main(
+        ["run", "--scenario", "append", "--writer", "pyiceberg-table", "--preset", "tiny",
+         "--memory", "1g", "--results", str(roomy_disk / "results")]
+    )  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    (record,) = read_runs(next((roomy_disk / "results").iterdir()))
+    assert record.status == "ok" and record.verdict is not None and record.verdict.passed, record
+    assert "the harness could not run the scans" in (record.scan_error or ""), record.scan_error
+    assert NO_SPACE in (record.scan_error or "")
+
+
+def test_a_record_that_cannot_be_written_is_said_and_fails_the_command(
+    capsys, cli_settings, tiny_sets, tmp_path, monkeypatch
+):
+    def full(path: Path, line: str) -> None:
+        raise OSError(errno.ENOSPC, NO_SPACE, str(path))
+
+    monkeypatch.setattr(results, "append_line", full)
+    code = main(
+        ["run", "--scenario", "append", "--writer", "pyiceberg-table", "--preset", "tiny",
+         "--memory", "1g", "--results", str(tmp_path / "results")]
+    )  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2, err
+    said = [line for line in err if "could not be written" in line]
+    assert len(said) == 2, err
+    assert "append x pyiceberg-table" in said[0] and NO_SPACE in said[0] and "it was PASS" in said[0]
+    assert said[1].startswith("icebench: error: 1 run records could not be written to ")

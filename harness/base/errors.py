@@ -10,6 +10,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+# A disk that cannot take the harness's own files: the harness's limit, never a writer's failure.
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+
 
 class IcebenchError(Exception):
     """Bad input or an impossible request; the CLI prints it as one line and exits 2."""

@@ -15,7 +15,7 @@ import psutil
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.base.checkout import REPO_ROOT
-from harness.base.errors import IcebenchError, first_error, warn
+from harness.base.errors import IcebenchError, first_error, one_line, warn
 from harness.base.redaction import redact
 from harness.model import (
     RESULTS_SCHEMA_VERSION,
@@ -103,12 +103,29 @@ class ResultsStore:
         self.folder = root.resolve() / self.run_id  # absolute: workers may run elsewhere (containers)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.runs_path = self.folder / "runs.jsonl"
+        self.unwritten = 0  # records append could not write (a full disk): said, and counted
 
     def write_environment(self, env: Environment) -> None:
         (self.folder / "environment.json").write_text(redact(env.model_dump_json(indent=2)))
 
     def append(self, record: RunRecord) -> None:
-        append_line(self.runs_path, redact(record.model_dump_json()))
+        """The record added to runs.jsonl; one that cannot be (a full disk) is said in one line
+        with its outcome and counted in `unwritten`, and the runs go on."""
+        try:
+            append_line(self.runs_path, redact(record.model_dump_json()))
+        except OSError as exc:
+            self.unwritten += 1
+            outcome = (
+                f"{record.status}: {record.error}"
+                if record.verdict is None
+                else "PASS"
+                if record.verdict.passed
+                else "FAIL " + ", ".join(check.name for check in record.verdict.failed)
+            )
+            warn(
+                f"run {record.scenario} x {record.writer}: its record could not be written to "
+                f"{self.runs_path} ({one_line(exc)}); it was {outcome}"
+            )
 
     def new_work_folder(self, name: str) -> tuple[int, Path]:
         """A fresh folder for one run's files, `<n>-<name>`: n counts the folder's runs, whichever

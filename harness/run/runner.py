@@ -20,7 +20,7 @@ from typing import Any
 from pyiceberg.table import Table
 
 from harness.base.caps import CgroupCap, MemoryCap, format_size, make_cap, resolve_isolation
-from harness.base.errors import IcebenchError, one_line, warn
+from harness.base.errors import DISK_ERRNOS, IcebenchError, one_line, warn
 from harness.base.progress import ProgressReport, read_progress, watching
 from harness.base.registry import source_hash
 from harness.base.results import ResultsStore, now_iso, read_report
@@ -229,6 +229,12 @@ class Runner:
             ends = [self._end(scenario, writer, plan, worker) for worker in workers]
             services_alive()  # a worker killed because a server died: the run's error, nothing to judge
             self._check_started(ends, plan.cap_bytes)
+        except RunFailed as failed:
+            return RunRecord(**identity, status="error", error=str(failed)), ends
+        except OSError as exc:  # the harness's own files (spec, result) on a full or broken disk
+            error = f"the harness could not run the worker: {one_line(exc)}"
+            return RunRecord(**identity, status="error", error=error), ends
+        try:  # the workers ran: whatever fails now, their figures and the table's verdict are kept
             expected = scenario.expectation(plan.sets, ends, plan.limit_rows)
             judgement = self._judge(scenario, writer, plan, ends, run_catalog, before, expected)
             services_alive()
@@ -237,15 +243,12 @@ class Runner:
                 if self.settings.scan_cost
                 else {}
             )
-            record = build_record(identity, ends, judgement, scan)
-            record.service_peak_rss_bytes = service_peaks()  # the stack's servers, outside the box
-            if self.settings.profile == "memray" and (flamegraph := render_flamegraph(work)):
-                record.profile_flamegraph = str(flamegraph)
         except RunFailed as failed:
-            record = RunRecord(**identity, status="error", error=str(failed))
-        except OSError as exc:  # the harness's own files (spec, result) on a full or broken disk
-            error = f"the harness could not run the worker: {one_line(exc)}"
-            record = RunRecord(**identity, status="error", error=error)
+            return build_record(identity, ends, None, harness_error=str(failed)), ends
+        record = build_record(identity, ends, judgement, scan)
+        record.service_peak_rss_bytes = service_peaks()  # the stack's servers, outside the box
+        if self.settings.profile == "memray" and (flamegraph := render_flamegraph(work)):
+            record.profile_flamegraph = str(flamegraph)
         return record, ends
 
     def _conclude(self, record: RunRecord, ends: list[WorkerEnd], scenario: Scenario) -> RunRecord:
@@ -476,9 +479,12 @@ class Runner:
             result_path=work / "scan-result.json",
         )
         spec_path, log = work / "scan-spec.json", work / "scan.log"
-        spec_path.write_text(spec.model_dump_json(indent=2))
-        with self._capped(plan.cap_bytes) as cap:
-            launched = launch_worker(cap, spec_path, log, **self._limits(SCAN_PROGRAM, {}))
+        try:
+            spec_path.write_text(spec.model_dump_json(indent=2))
+            with self._capped(plan.cap_bytes) as cap:
+                launched = launch_worker(cap, spec_path, log, **self._limits(SCAN_PROGRAM, {}))
+        except OSError as exc:  # a full disk: the harness's limit, the verdict already stands
+            return {"scan_error": f"the harness could not run the scans: {one_line(exc)}"}
         return scan_figures(
             launched,
             read_report(spec.result_path, ScanReport),
@@ -553,6 +559,10 @@ class Runner:
                     equality_reader=self.equality_reader,
                 )
         except Exception as exc:  # what a writer left may break the reader too: a verdict, not a crash
+            if (
+                isinstance(exc, OSError) and exc.errno in DISK_ERRNOS
+            ):  # the harness's own files, not the table
+                raise RunFailed(f"the harness could not judge the table: {one_line(exc)}") from None
             verdict = unreadable_verdict(error, one_line(exc))
             metrics = left_behind(table) if table is not None else {}
         finally:
@@ -603,14 +613,22 @@ def run_error(ends: list[WorkerEnd]) -> str | None:
 
 
 def build_record(
-    identity: dict[str, Any], ends: list[WorkerEnd], judgement: Judgement, scan: dict[str, Any] | None = None
+    identity: dict[str, Any],
+    ends: list[WorkerEnd],
+    judgement: Judgement | None,
+    scan: dict[str, Any] | None = None,
+    harness_error: str | None = None,
 ) -> RunRecord:
     """The run's record, once: its identity, its workers' figures, the oracle's findings and what
-    scanning the table cost (`scan`: RunRecord fields)."""
+    scanning the table cost (`scan`: RunRecord fields); with `harness_error`, the harness failed
+    after the workers ran (no judgement): an error with their figures kept."""
     outcomes = [end.outcome for end in ends]
     figures = worker_figures(outcomes[0]) if len(outcomes) == 1 else combined_figures(outcomes)
     if not figures.get("versions"):  # no worker reported: the versions this process would run
         figures.pop("versions", None)
+    if judgement is None:
+        error = "; ".join(filter(None, [run_error(ends), harness_error]))
+        return RunRecord(**{**identity, **figures, "status": "error", "error": error})
     known = {name: value for name, value in judgement.metrics.items() if name in RunRecord.model_fields}
     return RunRecord(
         **{**identity, **figures, **known, **(scan or {}), "error": run_error(ends)},

@@ -123,9 +123,9 @@ def row_states(data: Data) -> np.ndarray:
 def empty_row_states(rows: int) -> np.ndarray:
     """The states of `rows` rows before any cell: fed by absorb_columns, ended by finish_rows. A
     reader may absorb a row group's columns a few at a time, in name order across the calls."""
-    states = np.empty((rows, siphash.STATE_WORDS), dtype=np.uint64)
-    states[:, :4] = siphash.keyed(*_ROW_KEY)
-    states[:, 4] = 0  # message bytes absorbed
+    states = np.empty((siphash.STATE_WORDS, rows), dtype=np.uint64)
+    states[:4] = siphash.keyed(*_ROW_KEY)[:, None]
+    states[4] = 0  # message bytes absorbed
     return states
 
 
@@ -136,13 +136,13 @@ def absorb_columns(states: np.ndarray, data: Data) -> None:
         chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
         start = 0
         for chunk in chunks:
-            _absorb_column(states[start : start + len(chunk)], chunk, name)
+            _absorb_column(states[:, start : start + len(chunk)], chunk, name)
             start += len(chunk)
 
 
 def finish_rows(states: np.ndarray) -> RowHashes:
     """The rows' lane sums and lane 0 from their absorbed `states`."""
-    first_lanes = np.empty(len(states), dtype=np.uint64)
+    first_lanes = np.empty(states.shape[1], dtype=np.uint64)
     sums = np.zeros(LANES, dtype=np.uint64)
     siphash.finish_lanes(states, first_lanes, sums)
     return RowHashes(first_lanes, sums)
@@ -159,20 +159,23 @@ def _absorb_column(states: np.ndarray, array: pa.Array, name: str) -> None:
     values = _canonical(array)
     tag = _type_tag(values.type)
     header = cell_header(name, tag)
-    bitmap, offset = _validity(values)
     match Tag(tag & 0xFF):
         case Tag.BOOLEAN:
             bits = np.frombuffer(values.buffers()[1], dtype=np.uint8)
-            siphash.absorb_bits(states, header, bits, values.offset, bitmap, offset, len(values))
+            as_bytes = np.unpackbits(bits, count=values.offset + len(values), bitorder="little")
+            siphash.absorb_words(states, header, as_bytes[values.offset :], _valid_bytes(values))
         case Tag.FLOAT:
             words = _values(values).astype(np.float64, copy=False).view(np.uint64)
-            siphash.absorb_words(states, header, words, bitmap, offset)
+            siphash.absorb_words(states, header, words, _valid_bytes(values))
         case Tag.DECIMAL:
-            siphash.absorb_word_pairs(states, header, _values(values), bitmap, offset)
+            words = _values(values)
+            lows, highs = np.ascontiguousarray(words[:, 0]), np.ascontiguousarray(words[:, 1])
+            siphash.absorb_word_pairs(states, header, lows, highs, _valid_bytes(values))
         case Tag.STRING | Tag.BINARY:
+            bitmap, offset = _validity(values)
             siphash.absorb_bytes(states, header, *_offsets_and_data(values), bitmap, offset, *_NO_INDICES)
         case _:  # integers, and the dates and times stored as them
-            siphash.absorb_words(states, header, _values(values), bitmap, offset)
+            siphash.absorb_words(states, header, _values(values), _valid_bytes(values))
 
 
 def _absorb_dictionary_bytes(states: np.ndarray, array: pa.DictionaryArray, name: str) -> None:
@@ -202,6 +205,14 @@ def _holds_bytes(kind: pa.DataType) -> bool:
             pa.types.is_binary_view,
         )
     )
+
+
+def _valid_bytes(array: pa.Array) -> np.ndarray:
+    """One byte a row, 1 where the value is valid: the fixed-width kernels mask with it."""
+    bitmap, offset = _validity(array)
+    if not bitmap.size:
+        return np.ones(len(array), dtype=np.uint8)
+    return np.unpackbits(bitmap, count=offset + len(array), bitorder="little")[offset:]
 
 
 def _validity(array: pa.Array) -> tuple[np.ndarray, int]:

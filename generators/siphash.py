@@ -38,7 +38,7 @@ _INIT = (
 )
 _FF = _U64(0xFF)
 Words = tuple[np.uint64, np.uint64, np.uint64, np.uint64]  # SipHash's v0..v3
-# Row states: the four SipHash words, then the message length in bytes (see absorb_cells).
+# Row states, one column a row: the four SipHash words, then the message length in bytes.
 STATE_WORDS = 5
 
 
@@ -91,7 +91,7 @@ def _finish(
     v0: np.uint64, v1: np.uint64, v2: np.uint64, v3: np.uint64, tail: np.uint64, length: int
 ) -> np.uint64:
     """The last block (the message's 0-7 trailing bytes and its length mod 256), then finalisation."""
-    v0, v1, v2, v3 = _compress(v0, v1, v2, v3, tail | ((_U64(length) & _FF) << _U64(56)))
+    v0, v1, v2, v3 = _compress(v0, v1, v2, v3, tail | (_U64(length) << _U64(56)))
     v0, v1, v2, v3 = _rounds(v0, v1, v2 ^ _FF, v3, D_ROUNDS)
     return v0 ^ v1 ^ v2 ^ v3
 
@@ -117,54 +117,40 @@ def _valid(bitmap: np.ndarray, bit: int) -> bool:
     return bitmap.size == 0 or (bitmap[bit >> 3] >> (bit & 7)) & 1 == 1
 
 
-@_helper
-def _absorb_pair(states: np.ndarray, row: int, first: np.uint64, second: np.uint64) -> None:
-    v0, v1, v2, v3 = states[row, 0], states[row, 1], states[row, 2], states[row, 3]
-    v0, v1, v2, v3 = _compress(v0, v1, v2, v3, first)
-    v0, v1, v2, v3 = _compress(v0, v1, v2, v3, second)
-    states[row, 0], states[row, 1], states[row, 2], states[row, 3] = v0, v1, v2, v3
-    states[row, 4] += _U64(16)
-
-
 @_kernel
-def absorb_words(
-    states: np.ndarray, header: np.uint64, values: np.ndarray, validity: np.ndarray, offset: int
-) -> None:
+def absorb_words(states: np.ndarray, header: np.uint64, values: np.ndarray, valid: np.ndarray) -> None:
     """Each row's cell as the header, then the value as 8 little-endian bytes (integers
-    sign-extended to 64 bits); nulls (validity bit 0, from bit `offset`) feed nothing."""
+    sign-extended to 64 bits); a row whose `valid` byte is 0 (a null) feeds nothing.
+
+    Every row is hashed and nulls are masked out after: no branch, so LLVM runs the rounds of
+    several rows at once in vector registers (6x a row at a time)."""
+    a0, a1, a2, a3, length = states[0], states[1], states[2], states[3], states[4]
     for i in range(values.size):
-        if _valid(validity, offset + i):
-            _absorb_pair(states, i, header, _U64(np.int64(values[i])))
+        v0, v1, v2, v3 = a0[i], a1[i], a2[i], a3[i]
+        w0, w1, w2, w3 = _compress(v0, v1, v2, v3, header)
+        w0, w1, w2, w3 = _compress(w0, w1, w2, w3, _U64(np.int64(values[i])))
+        keep = _U64(0) - _U64(valid[i])  # all ones where valid
+        a0[i], a1[i] = (w0 & keep) | (v0 & ~keep), (w1 & keep) | (v1 & ~keep)
+        a2[i], a3[i] = (w2 & keep) | (v2 & ~keep), (w3 & keep) | (v3 & ~keep)
+        length[i] += _U64(16) & keep
 
 
 @_kernel
 def absorb_word_pairs(
-    states: np.ndarray, header: np.uint64, words: np.ndarray, validity: np.ndarray, offset: int
+    states: np.ndarray, header: np.uint64, lows: np.ndarray, highs: np.ndarray, valid: np.ndarray
 ) -> None:
-    """As absorb_words for (low, high) uint64 pairs: the header, then 16 little-endian bytes."""
-    for i in range(words.shape[0]):
-        if _valid(validity, offset + i):
-            _absorb_pair(states, i, header, words[i, 0])
-            v0, v1, v2, v3 = states[i, 0], states[i, 1], states[i, 2], states[i, 3]
-            states[i, 0], states[i, 1], states[i, 2], states[i, 3] = _compress(v0, v1, v2, v3, words[i, 1])
-            states[i, 4] += _U64(8)
-
-
-@_kernel
-def absorb_bits(
-    states: np.ndarray,
-    header: np.uint64,
-    bits: np.ndarray,
-    bits_offset: int,
-    validity: np.ndarray,
-    offset: int,
-    rows: int,
-) -> None:
-    """As absorb_words for an Arrow boolean buffer (from bit `bits_offset`): the value word is 0 or 1."""
-    for i in range(rows):
-        if _valid(validity, offset + i):
-            bit = bits_offset + i
-            _absorb_pair(states, i, header, _U64((bits[bit >> 3] >> (bit & 7)) & 1))
+    """As absorb_words for 16-byte values given as their low and high uint64 words (each array
+    contiguous, or the loop runs a row at a time): the header, then 16 little-endian bytes."""
+    a0, a1, a2, a3, length = states[0], states[1], states[2], states[3], states[4]
+    for i in range(lows.size):
+        v0, v1, v2, v3 = a0[i], a1[i], a2[i], a3[i]
+        w0, w1, w2, w3 = _compress(v0, v1, v2, v3, header)
+        w0, w1, w2, w3 = _compress(w0, w1, w2, w3, lows[i])
+        w0, w1, w2, w3 = _compress(w0, w1, w2, w3, highs[i])
+        keep = _U64(0) - _U64(valid[i])
+        a0[i], a1[i] = (w0 & keep) | (v0 & ~keep), (w1 & keep) | (v1 & ~keep)
+        a2[i], a3[i] = (w2 & keep) | (v2 & ~keep), (w3 & keep) | (v3 & ~keep)
+        length[i] += _U64(24) & keep
 
 
 @_helper
@@ -199,7 +185,7 @@ def absorb_bytes(
     little-endian bytes and its bytes, zero-padded to whole words and to 3 words at least. Row i's value is
     data[offsets[i]:offsets[i + 1]], or with `indices` (a dictionary array: these arrays are its
     entries) entry indices[i]. A null index or a null value feeds nothing."""
-    for i in range(states.shape[0]):
+    for i in range(states.shape[1]):
         entry = i
         if indices.size:
             if not _valid(index_validity, index_offset + i):
@@ -210,7 +196,7 @@ def absorb_bytes(
         start, end = np.int64(offsets[entry]), np.int64(offsets[entry + 1])
         length = end - start
         # Inline, not a helper: a call per cell cost 4x the hashing here.
-        v0, v1, v2, v3 = states[i, 0], states[i, 1], states[i, 2], states[i, 3]
+        v0, v1, v2, v3 = states[0, i], states[1, i], states[2, i], states[3, i]
         v0, v1, v2, v3 = _compress(v0, v1, v2, v3, header)
         v0, v1, v2, v3 = _compress(
             v0, v1, v2, v3, _U64(length) | _word_at(data, start, min(length, 4)) << _U64(32)
@@ -223,21 +209,21 @@ def absorb_bytes(
             v0, v1, v2, v3 = _compress(v0, v1, v2, v3, _word_at(data, position, end - position))
             position += 8
             words += 1
-        states[i, 0], states[i, 1], states[i, 2], states[i, 3] = v0, v1, v2, v3
-        states[i, 4] += _U64(8 * words)
+        states[0, i], states[1, i], states[2, i], states[3, i] = v0, v1, v2, v3
+        states[4, i] += _U64(8 * words)
 
 
 @_kernel
 def finish_lanes(states: np.ndarray, first_lanes: np.ndarray, sums: np.ndarray) -> None:
     """Each row's sums.size lanes: lane j is the row's SipHash over the cells it absorbed
     followed by the 8 bytes of j. Row i's lane 0 goes to first_lanes[i]; lane j of every row is
-    added to sums[j] (mod 2**64), so no rows x lanes array is ever held."""
-    for i in range(states.shape[0]):
-        a, b, c, d = states[i, 0], states[i, 1], states[i, 2], states[i, 3]
-        length = states[i, 4] + _U64(8)
-        for j in range(sums.size):
-            v0, v1, v2, v3 = _compress(a, b, c, d, _U64(j))
-            lane = _finish(v0, v1, v2, v3, _U64(0), length)
-            sums[j] += lane
-            if j == 0:
-                first_lanes[i] = lane
+    added to sums[j] (mod 2**64), so no rows x lanes array is ever held. A lane at a time over
+    all rows, into an array then summed: that loop runs in vector registers, a running sum not."""
+    a0, a1, a2, a3, length = states[0], states[1], states[2], states[3], states[4]
+    lanes = np.empty(a0.size, dtype=np.uint64)
+    for j in range(sums.size):
+        out = first_lanes if j == 0 else lanes
+        for i in range(a0.size):
+            v0, v1, v2, v3 = _compress(a0[i], a1[i], a2[i], a3[i], _U64(j))
+            out[i] = _finish(v0, v1, v2, v3, _U64(0), length[i] + _U64(8))
+        sums[j] += out.sum()

@@ -24,9 +24,9 @@ from generators.checksum import row_states
 @siphash._kernel
 def _finish_states(states: np.ndarray, out: np.ndarray) -> None:
     """Each row's SipHash over the cell hashes it absorbed: version 2's row hash."""
-    for i in range(states.shape[0]):
+    for i in range(states.shape[1]):
         out[i] = siphash._finish(
-            states[i, 0], states[i, 1], states[i, 2], states[i, 3], np.uint64(0), states[i, 4]
+            states[0, i], states[1, i], states[2, i], states[3, i], np.uint64(0), states[4, i]
         )
 
 

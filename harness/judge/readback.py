@@ -193,7 +193,7 @@ class _RowGroupHashing:
 
     def absorb(self, piece: _Piece) -> None:
         assert piece.batch is not None
-        absorb_columns(self.states[piece.offset : piece.offset + piece.batch.num_rows], piece.batch)
+        absorb_columns(self.states[:, piece.offset : piece.offset + piece.batch.num_rows], piece.batch)
         if KEY_COLUMN in piece.batch.column_names:
             self.key_parts.append(piece.batch.column(KEY_COLUMN))
 
@@ -201,7 +201,7 @@ class _RowGroupHashing:
         """The visible rows' content, `positions` (the file's position deletes) applied."""
         start, rows = self.unit.start, self.unit.rows
         keep = _combine_positional_deletes(positions, start, start + rows).to_numpy() if positions else None
-        hashes = finish_rows(self.states if keep is None else self.states[keep])
+        hashes = finish_rows(self.states if keep is None else self.states[:, keep])
         key = pa.chunked_array(self.key_parts, pa.int64()) if self.key_parts else pa.nulls(rows, pa.int64())
         key = key if keep is None else key.take(keep)
         valid = key.is_valid().to_numpy(zero_copy_only=False)

@@ -136,7 +136,7 @@ def absorb_columns(states: np.ndarray, data: Data) -> None:
         chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
         start = 0
         for chunk in chunks:
-            _absorb_column(states[:, start : start + len(chunk)], chunk, name)
+            _absorb_column(tuple(states[:, start : start + len(chunk)]), chunk, name)
             start += len(chunk)
 
 
@@ -144,11 +144,11 @@ def finish_rows(states: np.ndarray) -> RowHashes:
     """The rows' lane sums and lane 0 from their absorbed `states`."""
     first_lanes = np.empty(states.shape[1], dtype=np.uint64)
     sums = np.zeros(LANES, dtype=np.uint64)
-    siphash.finish_lanes(states, first_lanes, sums)
+    siphash.finish_lanes(tuple(states), first_lanes, sums)
     return RowHashes(first_lanes, sums)
 
 
-def _absorb_column(states: np.ndarray, array: pa.Array, name: str) -> None:
+def _absorb_column(states: siphash.States, array: pa.Array, name: str) -> None:
     if array.null_count == len(array):
         return
     if pa.types.is_dictionary(array.type):
@@ -178,7 +178,7 @@ def _absorb_column(states: np.ndarray, array: pa.Array, name: str) -> None:
             siphash.absorb_words(states, header, _values(values), _valid_bytes(values))
 
 
-def _absorb_dictionary_bytes(states: np.ndarray, array: pa.DictionaryArray, name: str) -> None:
+def _absorb_dictionary_bytes(states: siphash.States, array: pa.DictionaryArray, name: str) -> None:
     """A dictionary of strings or binary, fed row by row from its entries without decoding."""
     entries = _canonical(array.dictionary)
     entries_bitmap, entries_offset = _validity(entries)

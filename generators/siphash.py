@@ -38,8 +38,11 @@ _INIT = (
 )
 _FF = _U64(0xFF)
 Words = tuple[np.uint64, np.uint64, np.uint64, np.uint64]  # SipHash's v0..v3
-# Row states, one column a row: the four SipHash words, then the message length in bytes.
+# Row states, one array a word: the four SipHash words, then the message length in bytes. The
+# kernels take them as a tuple of five 1-d arrays: numba compiles a contiguous 1-d array's loop to
+# vector code, and a slice of a 2-d array (a column group's rows) is contiguous only row by row.
 STATE_WORDS = 5
+States = tuple[np.ndarray, ...]  # STATE_WORDS arrays, one value a row
 
 
 def keyed(k0: int, k1: int) -> np.ndarray:
@@ -47,7 +50,7 @@ def keyed(k0: int, k1: int) -> np.ndarray:
     return np.array([k0, k1, k0, k1], dtype=np.uint64) ^ np.array(_INIT, dtype=np.uint64)
 
 
-def _kernel(function: Callable[..., Any]) -> Callable[..., Any]:
+def kernel(function: Callable[..., Any]) -> Callable[..., Any]:
     try:
         return numba.njit(cache=True, nogil=True)(function)
     except RuntimeError:  # "no locator available": no writable cache folder (read-only tree and home)
@@ -117,14 +120,14 @@ def _valid(bitmap: np.ndarray, bit: int) -> bool:
     return bitmap.size == 0 or (bitmap[bit >> 3] >> (bit & 7)) & 1 == 1
 
 
-@_kernel
-def absorb_words(states: np.ndarray, header: np.uint64, values: np.ndarray, valid: np.ndarray) -> None:
+@kernel
+def absorb_words(states: States, header: np.uint64, values: np.ndarray, valid: np.ndarray) -> None:
     """Each row's cell as the header, then the value as 8 little-endian bytes (integers
     sign-extended to 64 bits); a row whose `valid` byte is 0 (a null) feeds nothing.
 
     Every row is hashed and nulls are masked out after: no branch, so LLVM runs the rounds of
     several rows at once in vector registers (6x a row at a time)."""
-    a0, a1, a2, a3, length = states[0], states[1], states[2], states[3], states[4]
+    a0, a1, a2, a3, length = states
     for i in range(values.size):
         v0, v1, v2, v3 = a0[i], a1[i], a2[i], a3[i]
         w0, w1, w2, w3 = _compress(v0, v1, v2, v3, header)
@@ -135,13 +138,13 @@ def absorb_words(states: np.ndarray, header: np.uint64, values: np.ndarray, vali
         length[i] += _U64(16) & keep
 
 
-@_kernel
+@kernel
 def absorb_word_pairs(
-    states: np.ndarray, header: np.uint64, lows: np.ndarray, highs: np.ndarray, valid: np.ndarray
+    states: States, header: np.uint64, lows: np.ndarray, highs: np.ndarray, valid: np.ndarray
 ) -> None:
     """As absorb_words for 16-byte values given as their low and high uint64 words (each array
     contiguous, or the loop runs a row at a time): the header, then 16 little-endian bytes."""
-    a0, a1, a2, a3, length = states[0], states[1], states[2], states[3], states[4]
+    a0, a1, a2, a3, length = states
     for i in range(lows.size):
         v0, v1, v2, v3 = a0[i], a1[i], a2[i], a3[i]
         w0, w1, w2, w3 = _compress(v0, v1, v2, v3, header)
@@ -169,9 +172,9 @@ def _word_at(data: np.ndarray, position: int, count: int) -> np.uint64:
     return word
 
 
-@_kernel
+@kernel
 def absorb_bytes(
-    states: np.ndarray,
+    states: States,
     header: np.uint64,
     offsets: np.ndarray,
     data: np.ndarray,
@@ -185,7 +188,8 @@ def absorb_bytes(
     little-endian bytes and its bytes, zero-padded to whole words and to 3 words at least. Row i's value is
     data[offsets[i]:offsets[i + 1]], or with `indices` (a dictionary array: these arrays are its
     entries) entry indices[i]. A null index or a null value feeds nothing."""
-    for i in range(states.shape[1]):
+    a0, a1, a2, a3, absorbed = states
+    for i in range(a0.size):
         entry = i
         if indices.size:
             if not _valid(index_validity, index_offset + i):
@@ -196,7 +200,7 @@ def absorb_bytes(
         start, end = np.int64(offsets[entry]), np.int64(offsets[entry + 1])
         length = end - start
         # Inline, not a helper: a call per cell cost 4x the hashing here.
-        v0, v1, v2, v3 = states[0, i], states[1, i], states[2, i], states[3, i]
+        v0, v1, v2, v3 = a0[i], a1[i], a2[i], a3[i]
         v0, v1, v2, v3 = _compress(v0, v1, v2, v3, header)
         v0, v1, v2, v3 = _compress(
             v0, v1, v2, v3, _U64(length) | _word_at(data, start, min(length, 4)) << _U64(32)
@@ -209,17 +213,17 @@ def absorb_bytes(
             v0, v1, v2, v3 = _compress(v0, v1, v2, v3, _word_at(data, position, end - position))
             position += 8
             words += 1
-        states[0, i], states[1, i], states[2, i], states[3, i] = v0, v1, v2, v3
-        states[4, i] += _U64(8 * words)
+        a0[i], a1[i], a2[i], a3[i] = v0, v1, v2, v3
+        absorbed[i] += _U64(8 * words)
 
 
-@_kernel
-def finish_lanes(states: np.ndarray, first_lanes: np.ndarray, sums: np.ndarray) -> None:
+@kernel
+def finish_lanes(states: States, first_lanes: np.ndarray, sums: np.ndarray) -> None:
     """Each row's sums.size lanes: lane j is the row's SipHash over the cells it absorbed
     followed by the 8 bytes of j. Row i's lane 0 goes to first_lanes[i]; lane j of every row is
     added to sums[j] (mod 2**64), so no rows x lanes array is ever held. A lane at a time over
     all rows, into an array then summed: that loop runs in vector registers, a running sum not."""
-    a0, a1, a2, a3, length = states[0], states[1], states[2], states[3], states[4]
+    a0, a1, a2, a3, length = states
     lanes = np.empty(a0.size, dtype=np.uint64)
     for j in range(sums.size):
         out = first_lanes if j == 0 else lanes

@@ -21,7 +21,7 @@ from generators import siphash
 from generators.checksum import row_states
 
 
-@siphash._kernel
+@siphash.kernel
 def _finish_states(states: np.ndarray, out: np.ndarray) -> None:
     """Each row's SipHash over the cell hashes it absorbed: version 2's row hash."""
     for i in range(states.shape[1]):

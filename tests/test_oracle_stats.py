@@ -7,8 +7,10 @@ import os
 import struct
 import zlib
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -21,7 +23,7 @@ from pyiceberg.types import DoubleType, IntegerType, LongType, StringType
 from test_oracle_checks import _append_table, _judge, locations_path
 
 from harness.judge.oracle import capture_state
-from harness.judge.statistics import ColumnStats, _fold, bound_holds
+from harness.judge.statistics import ColumnStats, _decimal_bounds, _fold, bound_holds
 from scenarios.base import DataSets, _place_file, register_set
 
 # DataFile fields by position (pyiceberg 0.12's Record layout).
@@ -286,3 +288,20 @@ def test_statistics_follow_field_ids_across_a_rename(tiny_sets, tmp_path):
     reason = checks["manifest_stats_true"].reason
     assert f"column renamed upper bound {damaged['bound']} but max {damaged['high']}" in reason
     assert reason.count("data/") == 1  # the intact file's statistics hold under the new name
+
+
+def test_decimal_bounds_agree_with_arrow():
+    """The one-pass decimal bounds against Arrow's min_max: signs, values past 64 bits, nulls
+    and slices."""
+    rng = np.random.default_rng(7)
+    unscaled = [
+        int(value) * 2**70 + int(low)
+        for value, low in zip(rng.integers(-5, 5, 500), rng.integers(0, 2**62, 500), strict=True)
+    ]
+    values = [None if index % 7 == 0 else Decimal(number).scaleb(-9) for index, number in enumerate(unscaled)]
+    array = pa.array(values, pa.decimal128(38, 9))
+    for part in (array, array.slice(3, 200), array.slice(101, 1)):
+        if part.null_count == len(part):
+            continue
+        expected = pc.min_max(part)
+        assert _decimal_bounds(part) == (expected["min"].as_py(), expected["max"].as_py())

@@ -1,4 +1,4 @@
-"""Checksum version 2 (tests/old_checksum_v2.py: one 64-bit lane) against version 3
+"""Checksum version 2 (tests/old_checksum_v2.py: one 64-bit lane) against today's
 (generators/checksum.py: 32 lanes) on a generated set, read batch by batch as the oracle reads a
 table:
 

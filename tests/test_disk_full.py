@@ -20,12 +20,11 @@ from harness.run.runner import Runner
 NO_SPACE = "No space left on device"
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    mount_point = tmp_path / "small-disk"
+def tmpfs(mount_point: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of `size` mounted at `mount_point` while the test runs (skipped where none can be)."""
     mount_point.mkdir()
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount_point)], capture_output=True
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount_point)], capture_output=True
     )
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
@@ -33,6 +32,11 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         yield mount_point
     finally:
         subprocess.run(["umount", "--lazy", str(mount_point)], check=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    yield from tmpfs(tmp_path / "small-disk", "256k")
 
 
 def test_every_run_on_a_full_disk_is_a_recorded_error_and_the_matrix_finishes(
@@ -79,18 +83,8 @@ def test_a_report_that_does_not_fit_leaves_no_partial_file(small_disk):
 
 @pytest.fixture
 def roomy_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 64 MiB tmpfs: room for a tiny run, until a test fills it."""
-    mount_point = tmp_path / "roomy-disk"
-    mount_point.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount_point)], capture_output=True
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "--lazy", str(mount_point)], check=True)
+    """Room for a tiny run, until a test fills it."""
+    yield from tmpfs(tmp_path / "roomy-disk", "64m")
 
 
 def fill(disk: Path) -> None:

@@ -8,24 +8,25 @@ Values enter by their logical content, not their physical layout. Canonical byte
 words: every integer width, date (days), time, timestamp and duration (microseconds) its int64
 little-endian; floats their float64 bits; decimals the 16-byte two's complement unscaled value;
 booleans 0 or 1; strings and binary their length as 4 bytes LE, then their bytes, zero-padded to
-whole words and to 3 words at least (so short values take no branch). The
-header is a keyed BLAKE2b of the column's name and type tag: integer (all widths, as Iceberg
-promotes int to long), date, time, timestamp, timestamptz, duration, float, decimal (with its
-scale), string (string, large_string and string_view alike), binary, boolean. Header and lengths
-make the message parse one way only: no value reads like another, another column's or a missing one.
+whole words and to 3 words at least (so short values take no branch). The header is a keyed BLAKE2b
+of the column's name and type tag: integer (all widths, as Iceberg promotes int to long), date,
+time, timestamp, timestamptz, duration, float, decimal (with its scale), string (string,
+large_string and string_view alike), binary, boolean. Header and lengths make the message parse one
+way only: no value reads like another, another column's or a missing one.
 
 A null cell adds nothing, so a column added by schema evolution (null in old rows) leaves old row
 hashes unchanged; column order does not matter. The row's SipHash state is finalised once per lane.
 
 Why it cannot be forged at an affordable cost: cells enter the row's SipHash unhashed, so two rows
 hash alike only if two messages reach one 256-bit state (about 2**128 work by birthday search; the
-best published differential for SipHash-2-x needs 2**236), and the 32 lanes make the sum a
-2048-bit group where a generalised-birthday search (Wagner's k-tree, about k * 2**(n / (1 + lg k))
-for k lists) costs over 2**64 a list for any k below 2**31 (the rows of any table). Version 3 hashed
-each cell to 64 bits first: a value hashing like one of a column's N values took 2**64 / N. Version
-2 summed one 64-bit lane: 8 lists of 2**16 rows forged it in seconds (tests/old_checksum_v2.py).
-Version 1 (a polynomial string hash, XOR-combined decimals, no type tags) had algebraic shortcuts;
-manifests record the version their checksums were computed with (CHECKSUM_VERSION).
+best published differential characteristic of SipHash-2-4 holds with probability 2**-236.3,
+Dobraunig, Mendel and Schlaeffer 2014), and the 32 lanes make the sum a 2048-bit group where a
+generalised-birthday search (Wagner's k-tree, about k * 2**(n / (1 + lg k)) for k lists) costs over
+2**64 a list for any k below 2**31 (the rows of any table). Version 3 hashed each cell to 64 bits
+first: a value hashing like one of a column's N values took 2**64 / N. Version 2 summed one 64-bit
+lane: 8 lists of 2**16 rows forged it in seconds (tests/old_checksum_v2.py). Version 1 (a
+polynomial string hash, XOR-combined decimals, no type tags) had algebraic shortcuts; manifests
+record the version their checksums were computed with (CHECKSUM_VERSION).
 """
 
 from __future__ import annotations

@@ -185,9 +185,9 @@ def absorb_bytes(
     index_offset: int,
 ) -> None:
     """Each row's cell of a string or binary array as the header, then the value's length as 4
-    little-endian bytes and its bytes, zero-padded to whole words and to 3 words at least. Row i's value is
-    data[offsets[i]:offsets[i + 1]], or with `indices` (a dictionary array: these arrays are its
-    entries) entry indices[i]. A null index or a null value feeds nothing."""
+    little-endian bytes and its bytes, zero-padded to whole words and to 3 words at least. Row
+    i's value is data[offsets[i]:offsets[i + 1]], or with `indices` (a dictionary array: these
+    arrays are its entries) entry indices[i]. A null index or a null value feeds nothing."""
     a0, a1, a2, a3, absorbed = states
     for i in range(a0.size):
         entry = i

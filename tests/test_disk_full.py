@@ -15,6 +15,7 @@ import pytest
 from harness.base import results
 from harness.base.results import read_runs, write_whole
 from harness.cli import main
+from harness.run import runner
 from harness.run.runner import Runner
 
 NO_SPACE = "No space left on device"
@@ -134,3 +135,24 @@ def test_a_record_that_cannot_be_written_is_said_and_fails_the_command(
     assert len(said) == 2, err
     assert "append x pyiceberg-table" in said[0] and NO_SPACE in said[0] and "it was PASS" in said[0]
     assert said[1].startswith("icebench: error: 1 run records could not be written to ")
+
+
+def test_a_judge_that_cannot_write_its_own_files_blames_no_writer(
+    capsys, cli_settings, tiny_sets, tmp_path, monkeypatch
+):
+    """A verifier's spec file on a full disk: the run is the harness's error, the worker's figures
+    kept, never a writer's FAIL table_readable."""
+
+    def full(*_: Any, **__: Any) -> Any:
+        raise OSError(errno.ENOSPC, NO_SPACE, "verifier-spec.json")
+
+    monkeypatch.setattr(runner, "judge", full)
+    code = main(
+        ["run", "--scenario", "append", "--writer", "pyiceberg-table", "--preset", "tiny",
+         "--memory", "1g", "--results", str(tmp_path / "results")]
+    )  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    (record,) = read_runs(next((tmp_path / "results").iterdir()))
+    assert record.status == "error" and record.verdict is None
+    assert record.error.startswith("the harness could not judge the table: OSError: [Errno 28]"), record.error
+    assert record.write_s is not None and record.peak_memory_bytes

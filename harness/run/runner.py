@@ -559,9 +559,8 @@ class Runner:
                     equality_reader=self.equality_reader,
                 )
         except Exception as exc:  # what a writer left may break the reader too: a verdict, not a crash
-            if (
-                isinstance(exc, OSError) and exc.errno in DISK_ERRNOS
-            ):  # the harness's own files, not the table
+            # A disk that cannot take the harness's own files (a verifier's spec): not the table's fault.
+            if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:
                 raise RunFailed(f"the harness could not judge the table: {one_line(exc)}") from None
             verdict = unreadable_verdict(error, one_line(exc))
             metrics = left_behind(table) if table is not None else {}

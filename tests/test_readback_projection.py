@@ -59,3 +59,11 @@ def test_a_table_reads_alike_with_and_without_the_shortcut(
     with_shortcut = _content(table)
     monkeypatch.setattr(readback, "_relabelling", lambda *_: None)
     assert _content(table) == with_shortcut
+
+
+def test_a_slice_of_a_column_is_no_relabelling():
+    batch = pa.record_batch({"a": pa.array([1, 2, 3], pa.int64()), "b": pa.array([4, 5, 6], pa.int64())})
+    sliced = pa.RecordBatch.from_arrays(
+        [batch.column(0).slice(1), batch.column(1).slice(1)], names=["a", "b"]
+    )
+    assert _relabelling(batch, sliced) is None

@@ -363,7 +363,7 @@ class _FileProjection:
 
 def _relabelling(batch: pa.RecordBatch, projected: pa.RecordBatch) -> tuple[list[int], pa.Schema] | None:
     """Which of `batch`'s columns `projected` holds, in its order, if each is one of them as it
-    was (the same buffers, the same type); None if any column was cast or made."""
+    was (the same buffers, type, offset and length); None if any column was cast, sliced or made."""
     buffers = {
         tuple(buffer.address if buffer else 0 for buffer in column.buffers()): index
         for index, column in enumerate(batch.columns)
@@ -373,7 +373,10 @@ def _relabelling(batch: pa.RecordBatch, projected: pa.RecordBatch) -> tuple[list
     columns = []
     for column in projected.columns:
         found = buffers.get(tuple(buffer.address if buffer else 0 for buffer in column.buffers()))
-        if found is None or batch.column(found).type != column.type or not len(column):
+        if found is None or not len(column):
+            return None
+        original = batch.column(found)
+        if (original.type, original.offset, len(original)) != (column.type, column.offset, len(column)):
             return None
         columns.append(found)
     return columns, projected.schema

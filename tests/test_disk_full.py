@@ -88,6 +88,13 @@ def roomy_disk(tmp_path: Path) -> Iterator[Path]:
     yield from tmpfs(tmp_path / "roomy-disk", "64m")
 
 
+def run_tiny_append(results: Path) -> int:
+    return main(
+        ["run", "--scenario", "append", "--writer", "pyiceberg-table", "--preset", "tiny",
+         "--memory", "1g", "--results", str(results)]
+    )  # fmt: skip
+
+
 def fill(disk: Path) -> None:
     with (disk / "filler").open("wb") as filler, contextlib.suppress(OSError):
         while True:
@@ -107,10 +114,7 @@ def test_a_disk_that_fills_after_the_write_still_gets_the_table_judged(
         return judge(self, *args, **kwargs)
 
     monkeypatch.setattr(Runner, "_judge", judge_on_a_full_disk)
-    code = main(
-        ["run", "--scenario", "append", "--writer", "pyiceberg-table", "--preset", "tiny",
-         "--memory", "1g", "--results", str(roomy_disk / "results")]
-    )  # fmt: skip
+    code = run_tiny_append(roomy_disk / "results")
     assert code == 0, capsys.readouterr().err
     (record,) = read_runs(next((roomy_disk / "results").iterdir()))
     assert record.status == "ok" and record.verdict is not None and record.verdict.passed, record
@@ -125,10 +129,7 @@ def test_a_record_that_cannot_be_written_is_said_and_fails_the_command(
         raise OSError(errno.ENOSPC, NO_SPACE, str(path))
 
     monkeypatch.setattr(results, "append_line", full)
-    code = main(
-        ["run", "--scenario", "append", "--writer", "pyiceberg-table", "--preset", "tiny",
-         "--memory", "1g", "--results", str(tmp_path / "results")]
-    )  # fmt: skip
+    code = run_tiny_append(tmp_path / "results")
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2, err
     said = [line for line in err if "could not be written" in line]
@@ -147,10 +148,7 @@ def test_a_judge_that_cannot_write_its_own_files_blames_no_writer(
         raise OSError(errno.ENOSPC, NO_SPACE, "verifier-spec.json")
 
     monkeypatch.setattr(runner, "judge", full)
-    code = main(
-        ["run", "--scenario", "append", "--writer", "pyiceberg-table", "--preset", "tiny",
-         "--memory", "1g", "--results", str(tmp_path / "results")]
-    )  # fmt: skip
+    code = run_tiny_append(tmp_path / "results")
     assert code == 0, capsys.readouterr().err
     (record,) = read_runs(next((tmp_path / "results").iterdir()))
     assert record.status == "error" and record.verdict is None

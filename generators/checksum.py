@@ -169,9 +169,7 @@ def _absorb_column(states: siphash.States, array: pa.Array, name: str) -> None:
             words = _values(values).astype(np.float64, copy=False).view(np.uint64)
             siphash.absorb_words(states, header, words, _valid_bytes(values))
         case Tag.DECIMAL:
-            words = _values(values)
-            lows, highs = np.ascontiguousarray(words[:, 0]), np.ascontiguousarray(words[:, 1])
-            siphash.absorb_word_pairs(states, header, lows, highs, _valid_bytes(values))
+            siphash.absorb_word_pairs(states, header, *decimal_words(values), _valid_bytes(values))
         case Tag.STRING | Tag.BINARY:
             bitmap, offset = _validity(values)
             siphash.absorb_bytes(states, header, *_offsets_and_data(values), bitmap, offset, *_NO_INDICES)
@@ -192,6 +190,13 @@ def _absorb_dictionary_bytes(states: siphash.States, array: pa.DictionaryArray, 
         _values(array.indices),
         *_validity(array.indices),
     )
+
+
+def decimal_words(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A decimal128 array's low and high uint64 words, each contiguous: the kernels' loops over
+    them run in vector registers, over the interleaved words a row at a time."""
+    words = _values(array)
+    return np.ascontiguousarray(words[:, 0]), np.ascontiguousarray(words[:, 1])
 
 
 def _holds_bytes(kind: pa.DataType) -> bool:

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Protocol
@@ -265,28 +265,13 @@ def supervise(
     the main one (see RunningWorkers)."""
     if on_start is not None:
         on_start(handle)
-    sampler = Sampler(cap, handle.pid, sample_interval_s)
-    sampler.start()
-    timed_out = threading.Event()
-
-    def on_timeout() -> None:
-        timed_out.set()
-        handle.kill()
-
-    timer = threading.Timer(timeout_s, on_timeout)
-    timer.start()
     watch = ServiceWatch(handle)
     watch.start()
     try:
-        returncode = handle.wait()
-    except BaseException:  # the worker must not outlive us
-        handle.kill()
-        raise
+        with _watched(cap, handle.pid, handle.kill, timeout_s, sample_interval_s) as (sampler, timed_out):
+            returncode = handle.wait()
     finally:
-        timer.cancel()
         watch.stopped.set()
-        sampler.stopped.set()
-        sampler.join()
         watch.join()
     wall = time.perf_counter() - start
     timeline = sampler.samples
@@ -306,6 +291,33 @@ def supervise(
         worker_at_end=sampler.last,
         box_at_end=sampler.box_last,
     )
+
+
+@contextlib.contextmanager
+def _watched(
+    cap: MemoryCap, pid: int, kill: Callable[[], None], timeout_s: float, sample_interval_s: float
+) -> Iterator[tuple[Sampler, threading.Event]]:
+    """A running process's memory sampled in `cap` while the block waits for it, `kill` called
+    after `timeout_s` (the event then set) and on any failure of ours: it must not outlive us."""
+    sampler = Sampler(cap, pid, sample_interval_s)
+    sampler.start()
+    timed_out = threading.Event()
+
+    def on_timeout() -> None:
+        timed_out.set()
+        kill()
+
+    timer = threading.Timer(timeout_s, on_timeout)
+    timer.start()
+    try:
+        yield sampler, timed_out
+    except BaseException:
+        kill()
+        raise
+    finally:
+        timer.cancel()
+        sampler.stopped.set()
+        sampler.join()
 
 
 def applied_cap(worker_cap: int | None, box_cap: int | None) -> int | None:
@@ -336,35 +348,24 @@ def run_capped(
         [*cap.launch_prefix(), *guarded(command)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, start_new_session=True,
     )  # fmt: skip
-    sampler = Sampler(cap, process.pid, sample_interval_s)
-    sampler.start()
     readers = [_Reader(process.stdout), _Reader(process.stderr)]
-    timed_out = threading.Event()
 
-    def on_timeout() -> None:
-        timed_out.set()
+    def kill_group() -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
 
-    timer = threading.Timer(timeout_s, on_timeout)
-    timer.start()
     try:
-        assert process.stdin is not None
-        with contextlib.suppress(BrokenPipeError):  # it died before reading: its exit code tells
-            process.stdin.write(input_text.encode())
-            process.stdin.close()
-        # wait4, not wait: the kernel's resident peak of the child (and what it waited for).
-        _, status, usage = os.wait4(process.pid, 0)
-        process.returncode = os.waitstatus_to_exitcode(status)
-    except BaseException:  # it must not outlive us
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
+        with _watched(cap, process.pid, kill_group, timeout_s, sample_interval_s) as (sampler, timed_out):
+            assert process.stdin is not None
+            with contextlib.suppress(BrokenPipeError):  # it died before reading: its exit code tells
+                process.stdin.write(input_text.encode())
+                process.stdin.close()
+            # wait4, not wait: the kernel's resident peak of the child (and what it waited for).
+            _, status, usage = os.wait4(process.pid, 0)
+            process.returncode = os.waitstatus_to_exitcode(status)
+    except BaseException:  # killed on the way out: reaped
         process.wait()
         raise
-    finally:
-        timer.cancel()
-        sampler.stopped.set()
-        sampler.join()
     stdout, stderr = (reader.text() for reader in readers)
     sampled = max((sample[2] for sample in sampler.samples), default=0)
     return ChildRun(

@@ -327,7 +327,6 @@ class Checksum:
 
     rows: int = 0
     lanes: tuple[int, ...] = _ZERO_LANES
-    hash_rows = staticmethod(hash_rows)
 
     @classmethod
     def from_hex(cls, hex_value: str, rows: int) -> Self:

@@ -14,6 +14,7 @@ import re
 import signal
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,12 +53,10 @@ def machine_memory_bytes() -> int:
     """What the harness can have: physical memory, or less where a cgroup above us (a container)
     is limited. Our own harness box does not count: a worker cap is held to the machine's."""
     limits = [psutil.virtual_memory().total]
-    cgroup = _own_memory_cgroup()
-    while cgroup is not None and cgroup != CGROUP_ROOT and cgroup.is_relative_to(CGROUP_ROOT):
+    for cgroup in _own_memory_cgroups():
         if not cgroup.name.startswith(f"{HARNESS_BOX_PREFIX}-"):
             with contextlib.suppress(OSError, ValueError):
-                limits.append(int((cgroup / "memory.limit_in_bytes").read_text()))
-        cgroup = cgroup.parent
+                limits.append(Cgroup(cgroup).limit_bytes())
     return min(limits)
 
 
@@ -80,6 +79,14 @@ def format_size(size: int | None) -> str:
         if size >= factor:
             return f"{size / factor:.1f} {unit}"
     return f"{size} B"
+
+
+def _own_memory_cgroups() -> Iterator[Path]:
+    """This process's memory cgroup, then each ancestor below the hierarchy's root."""
+    cgroup = _own_memory_cgroup()
+    while cgroup is not None and cgroup != CGROUP_ROOT and cgroup.is_relative_to(CGROUP_ROOT):
+        yield cgroup
+        cgroup = cgroup.parent
 
 
 def _own_memory_cgroup() -> Path | None:
@@ -164,12 +171,8 @@ class Cgroup:
 
 def harness_box() -> Cgroup | None:
     """The --harness-memory box this process runs in (its own cgroup or an ancestor), if any."""
-    cgroup = _own_memory_cgroup()
-    while cgroup is not None and cgroup != CGROUP_ROOT and cgroup.is_relative_to(CGROUP_ROOT):
-        if cgroup.name.startswith(f"{HARNESS_BOX_PREFIX}-"):
-            return Cgroup(cgroup)
-        cgroup = cgroup.parent
-    return None
+    box = next((c for c in _own_memory_cgroups() if c.name.startswith(f"{HARNESS_BOX_PREFIX}-")), None)
+    return Cgroup(box) if box is not None else None
 
 
 class CgroupCap(Cgroup, MemoryCap):

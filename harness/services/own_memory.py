@@ -20,6 +20,7 @@ from pathlib import Path
 from harness.base.caps import (
     HARNESS_BOX_PREFIX,
     MAX_CAP_BYTES,
+    Cgroup,
     CgroupCap,
     MemoryCap,
     cgroup_parent,
@@ -107,7 +108,7 @@ def judging_cap() -> MemoryCap:
     parent = cgroup_parent()
     if parent is None:  # no cgroup: no cap for the oracle either; its peak is sampled by psutil
         return MemoryCap(None)
-    limit = min(int((parent / "memory.limit_in_bytes").read_text()), MAX_CAP_BYTES)
+    limit = min(Cgroup(parent).limit_bytes(), MAX_CAP_BYTES)
     return CgroupCap(limit, parent)
 
 

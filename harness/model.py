@@ -285,9 +285,10 @@ class RunRecord(BaseModel):
     verify_peak_rss_bytes: int | None = None
     oracle_peak_rss_bytes: int | None = None
     verifier_peak_rss_bytes: int | None = None  # None: no verifier's child read the table
-    # The downstream cost the write left (harness/judge/scan_cost.py): one fixed reader loads,
-    # plans and reads the table, all of it, then the first 1% of its key span (a row filter that
-    # prunes files and row groups by their statistics). None: not measured (--no-scan-cost).
+    # The downstream cost the write left (harness/judge/scan_cost.py): the full scan is the
+    # oracle's read (load, plan, and its reader's own time decoding on one core); the selective
+    # scan, a program of its own, reads the first 1% of the key span (a row filter that prunes
+    # files and row groups by their statistics). None: not measured (--no-scan-cost).
     full_scan_s: float | None = None
     full_scan_files: int | None = None  # data files planned
     full_scan_delete_files: int | None = None  # delete files the planned files carry
@@ -296,7 +297,7 @@ class RunRecord(BaseModel):
     selective_scan_files: int | None = None
     selective_scan_delete_files: int | None = None
     selective_scan_rows: int | None = None
-    scan_peak_rss_bytes: int | None = None  # the reader's resident peak, under the run's cap
+    scan_peak_rss_bytes: int | None = None  # the selective scan's resident peak, under the run's cap
     scan_error: str | None = None  # why a scan failed (e.g. equality deletes pyiceberg cannot plan)
     cap_bytes: int | None = None  # the cap that applied: the worker's, or the harness box's if smaller
     isolation: str

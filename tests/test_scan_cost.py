@@ -1,9 +1,11 @@
-"""The downstream scan after every write (harness/judge/scan_cost.py): what it plans and returns
-tells write strategies apart, a table the reader cannot plan is a recorded failure, and the
-setting turns it off. Behaviour only: no test holds a time."""
+"""The downstream scans after every write (harness/judge/scan_cost.py): what they plan and return
+tells write strategies apart, a table the readers cannot plan is a recorded failure, the full
+scan times its reader and not the oracle, and the setting turns them off. No test holds a
+time beyond that."""
 
 import subprocess
 import sys
+import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -20,7 +22,16 @@ from harness.base.results import ResultsStore, read_report
 from harness.base.settings import load_settings
 from harness.cli import build_parser
 from harness.engines.spark import missing_jars
-from harness.judge.scan_cost import SCAN_PROGRAM, ScanReport, ScanSpec, selective_keys
+from harness.judge.readback import _Clock, _prefetched, _timed, read_content
+from harness.judge.scan_cost import (
+    FULL_SCAN_ERROR,
+    SCAN_PROGRAM,
+    ScanReport,
+    ScanSpec,
+    both_scans,
+    full_scan_figures,
+    selective_keys,
+)
 from harness.run.classify import scan_figures
 from harness.run.runner import Runner, RunPlan
 from harness.services.launcher import Launch
@@ -135,14 +146,39 @@ def test_an_equality_delete_is_a_recorded_scan_failure_not_a_crash(tmp_path):
     done = subprocess.run([sys.executable, *SCAN_PROGRAM, str(spec_path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr  # it reports the failure; it does not die of it
     report = read_report(spec.result_path, ScanReport)
-    assert report is not None and report.status == "error"
-    assert report.full is None and report.selective is None
-    assert "full scan" in report.error and "selective scan" in report.error
-    assert "does not yet support equality deletes" in report.error
+    assert report is not None and report.status == "error" and report.selective is None
+    assert (
+        report.error.startswith("selective scan: ")
+        and "does not yet support equality deletes" in report.error
+    )
+
+    # The full scan is the oracle's read, which sets the deletes aside: pyiceberg's refusal instead.
+    loaded = SqlCatalog("icebench", **catalog).load_table(table)
+    full = full_scan_figures(loaded, read_content(loaded))
+    assert (
+        list(full) == [FULL_SCAN_ERROR] and "does not yet support equality deletes" in full[FULL_SCAN_ERROR]
+    )
 
     launched = Launch(returncode=0, wall_s=1.0, peak_memory_bytes=None, oom_kills=0, timed_out=False)
-    figures = scan_figures(launched, report, tmp_path / "scan.log", isolation="none", timeout_s=60)
-    assert figures["scan_error"] == report.error and "full_scan_s" not in figures
+    figures = both_scans(
+        full, scan_figures(launched, report, tmp_path / "scan.log", isolation="none", timeout_s=60)
+    )
+    assert figures["scan_error"].startswith("full scan: ") and "; selective scan: " in figures["scan_error"]
+    assert "full_scan_s" not in figures and "selective_scan_s" not in figures
+
+
+def test_the_full_scan_times_its_reader_not_the_oracle_behind_it():
+    """The reader's own time counts; while it waits for a slower consumer (the hashing), not."""
+    clock = _Clock()
+
+    def reader():
+        for item in range(4):
+            time.sleep(0.05)
+            yield item
+
+    for _ in _prefetched(_timed(reader(), clock), 1):
+        time.sleep(0.25)  # the oracle is the slower side: the reader waits 0.6 s in all
+    assert 0.2 <= clock.seconds < 0.5, clock.seconds
 
 
 def test_a_scan_process_that_died_is_its_recorded_error(tmp_path):

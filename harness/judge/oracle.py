@@ -46,6 +46,7 @@ from harness.judge.difference import (
     repeated_keys_reason,
 )
 from harness.judge.readback import TableContent, read_content
+from harness.judge.scan_cost import full_scan_figures
 from harness.judge.statistics import primitive_columns, stats_problems
 from harness.model import Check, EngineOptions, Expectation, KeyRanges, Verdict
 
@@ -242,7 +243,7 @@ def judge(
     """
     after = capture_state(table)
     content = read_content(table)
-    metrics = table_metrics(before, after, content)
+    metrics = table_metrics(before, after, content) | full_scan_figures(table, content)
     orphans = orphan_files(table)
     metrics.update(orphan_files=len(orphans), orphan_bytes=sum(orphans.values()))
     options = verifier_options or (verifier.options() if verifier else EngineOptions())

@@ -1,20 +1,22 @@
 """The downstream cost a write leaves behind: a full scan and a selective (key-range) scan of the
-table, timed with one fixed reader whatever the writer, so that runs compare.
+table, timed with fixed readers whatever the writer, so that runs compare.
 
-The reader is the oracle's streaming pyiceberg read (harness/judge/readback.py): pyiceberg plans
-the scan (manifest and file pruning by statistics, with the row filter for the selective scan),
-then each data file is read in bounded batches, position deletes applied; row groups whose key
-statistics rule the range out are skipped. pyiceberg's own `to_arrow()` would grow to 4-8 GiB at
-1M x 400 (apache/iceberg-python#3036) and measure that, not the table.
+The full scan is the oracle's read (harness/judge/readback.py, read_content): it loads the table,
+plans it from its manifests and reads every data file a group of columns at a time, decoding on
+one core while the oracle hashes on the other; `full_scan_s` is that load, plan and the reader's
+own time (its waits for the oracle left out). One read serves both: a second full decode costs as
+much as the first and told nothing the first did not.
 
-Each scan starts from loading the table (its metadata file grows with the snapshots a writer
-left) and includes planning (its manifests) and reading (its files and delete files). It runs as
-a program of its own (`python -m harness.judge.scan_cost SPEC.json`, started by the runner under
-the run's memory cap), so its peak is its own and the harness's memory stays clean; it always runs
-the harness's pyiceberg, never a library-version variant's.
+The selective scan runs as a program of its own (`python -m harness.judge.scan_cost SPEC.json`,
+started by the runner under the run's memory cap, so its peak is its own): pyiceberg plans it
+with a row filter on the key (manifest and file pruning by statistics), then each data file is
+read by row groups in bounded batches, position deletes applied, row groups whose key statistics
+rule the range out skipped. pyiceberg's own `to_arrow()` would grow to 4-8 GiB at 1M x 400
+(apache/iceberg-python#3036) and measure that, not the table. It always runs the harness's
+pyiceberg, never a library-version variant's.
 
 Unlike the oracle, which sets equality deletes aside and lets a reader that can apply them judge,
-the scan plans as pyiceberg 0.12 does: a table holding any is the scan's recorded failure (its
+both scans plan as pyiceberg 0.12 does: a table holding any is the scans' recorded failure (its
 reason in `scan_error`), never rows a reader must not see timed as if they were the table.
 """
 
@@ -24,24 +26,29 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 from pydantic import BaseModel
 from pyiceberg.catalog import Catalog, load_catalog
-from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, GreaterThanOrEqual, LessThanOrEqual
+from pyiceberg.expressions import And, BooleanExpression, GreaterThanOrEqual, LessThanOrEqual
 from pyiceberg.manifest import clear_manifest_cache
+from pyiceberg.table import Table
 
 from generators.schema import KEY_COLUMN
 from harness.base.errors import one_line
 from harness.base.orphan_guard import die_with_parent_if_asked
 from harness.base.results import write_whole
-from harness.judge.readback import KeyRange, scan_rows
+from harness.judge.readback import KeyRange, TableContent, scan_rows
 from harness.model import WorkerResult
 from harness.services.own_memory import high_water_mark
 
 # The command that runs a scan (after `python`; the spec file's path follows).
 SCAN_PROGRAM = ["-m", "harness.judge.scan_cost"]
 SELECTIVE_FRACTION = 0.01  # the selective scan reads the first 1% of the table's key span
+# The oracle's metrics carry the full scan's fields under these names until the runner records them.
+FULL_SCAN_FIELDS = ("full_scan_s", "full_scan_files", "full_scan_delete_files", "full_scan_rows")
+FULL_SCAN_ERROR = "full_scan_error"
 
 
 class ScanSpec(BaseModel):
@@ -62,9 +69,8 @@ class ScanFigures(BaseModel):
 
 class ScanReport(WorkerResult):
     """What the scan program reports; a failed scan is `status="error"` with its reason (e.g.
-    equality deletes, which pyiceberg 0.12 cannot plan), the other scan still measured."""
+    equality deletes, which pyiceberg 0.12 cannot plan)."""
 
-    full: ScanFigures | None = None
     selective: ScanFigures | None = None
 
 
@@ -80,12 +86,44 @@ def key_filter(keys: KeyRange) -> BooleanExpression:
     return And(GreaterThanOrEqual(KEY_COLUMN, keys[0]), LessThanOrEqual(KEY_COLUMN, keys[1]))
 
 
-def measure_scan(catalog: Catalog, table_name: str, keys: KeyRange | None = None) -> ScanFigures:
-    """Load, plan and read the table (only the rows of `keys`, if given), counting the rows."""
+def full_scan_figures(table: Table, content: TableContent) -> dict[str, Any]:
+    """The full scan's fields from the oracle's read of `table` (read_content), which was that
+    scan; a table with equality deletes gets pyiceberg's own refusal to plan it."""
+    if content.equality_delete_files:
+        return {FULL_SCAN_ERROR: f"full scan: {_planning_refusal(table)}"}
+    figures = (round(content.scan_s, 4), len(content.files), content.delete_files, content.rows)
+    return dict(zip(FULL_SCAN_FIELDS, figures, strict=True))
+
+
+def _planning_refusal(table: Table) -> str:
+    try:
+        table.scan().plan_files()
+    except Exception as exc:
+        return one_line(exc)
+    return "the table holds equality deletes, which the fixed reader does not apply"
+
+
+def take_full_scan(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The full scan's fields taken out of the oracle's `metrics` (recorded only with the scan
+    cost); an oracle that could not read the table measured none."""
+    taken = {name: metrics.pop(name) for name in (*FULL_SCAN_FIELDS, FULL_SCAN_ERROR) if name in metrics}
+    return taken or {FULL_SCAN_ERROR: "full scan: none, the oracle could not read the table"}
+
+
+def both_scans(full: dict[str, Any], selective: dict[str, Any]) -> dict[str, Any]:
+    """The record's scan fields: the full scan's (take_full_scan) and the selective's, their
+    errors joined in `scan_error`."""
+    errors = [full.get(FULL_SCAN_ERROR), selective.get("scan_error")]
+    measured = {name: value for name, value in full.items() if name != FULL_SCAN_ERROR}
+    return {**measured, **selective, "scan_error": "; ".join(filter(None, errors)) or None}
+
+
+def measure_scan(catalog: Catalog, table_name: str, keys: KeyRange) -> ScanFigures:
+    """Load, plan and read the rows of `keys`, counting them."""
     clear_manifest_cache()  # each scan reads its manifests, as a fresh reader would
     start = time.perf_counter()
     table = catalog.load_table(table_name)
-    tasks = list(table.scan(row_filter=AlwaysTrue() if keys is None else key_filter(keys)).plan_files())
+    tasks = list(table.scan(row_filter=key_filter(keys)).plan_files())
     rows = sum(batch.num_rows for batch in scan_rows(table, tasks, keys))
     return ScanFigures(
         seconds=round(time.perf_counter() - start, 4),
@@ -96,24 +134,19 @@ def measure_scan(catalog: Catalog, table_name: str, keys: KeyRange | None = None
 
 
 def run(spec: ScanSpec) -> ScanReport:
-    report = ScanReport(status="ok")
-    errors = []
     try:
         catalog = load_catalog("icebench", **spec.catalog)
     except Exception as exc:
         traceback.print_exc()
         return ScanReport(status="error", error=f"scan: catalog unreachable: {one_line(exc)}")
-    for name, keys in (("full", None), ("selective", spec.keys)):
-        try:
-            setattr(report, name, measure_scan(catalog, spec.table, keys))
-        except (MemoryError, pa.ArrowMemoryError) as exc:  # RLIMIT_AS: the cap
-            report.error_kind = "memory"
-            errors.append(f"{name} scan: {one_line(exc)}")
-        except Exception as exc:  # a table this reader cannot read: recorded, never a crash
-            traceback.print_exc()
-            errors.append(f"{name} scan: {one_line(exc)}")
-    if errors:
-        report.status, report.error = "error", "; ".join(errors)
+    report = ScanReport(status="ok")
+    try:
+        report.selective = measure_scan(catalog, spec.table, spec.keys)
+    except (MemoryError, pa.ArrowMemoryError) as exc:  # RLIMIT_AS: the cap
+        report.status, report.error, report.error_kind = "error", f"selective scan: {one_line(exc)}", "memory"
+    except Exception as exc:  # a table this reader cannot read: recorded, never a crash
+        traceback.print_exc()
+        report.status, report.error = "error", f"selective scan: {one_line(exc)}"
     report.peak_rss_bytes = high_water_mark()
     return report
 

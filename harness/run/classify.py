@@ -99,8 +99,8 @@ def peak_rss(launched: Launch, result: WorkerResult | None) -> int | None:
 def scan_figures(
     launched: Launch, report: ScanReport | None, log: Path, *, isolation: str, timeout_s: float
 ) -> dict[str, Any]:
-    """The record's scan fields from what the scan program reported and how it ended: a failed
-    or killed scan is its reason in `scan_error`, with whatever scan did finish."""
+    """The record's selective-scan fields from what the scan program reported and how it ended: a
+    failed or killed scan is its reason in `scan_error`."""
     status, error = status_of(launched, report, log, launched.enforced_cap_bytes, isolation, timeout_s)
     if status != "ok" and not (report and report.error):
         error = f"scan process: {error}"  # it said nothing itself: how it ended
@@ -108,15 +108,13 @@ def scan_figures(
         "scan_peak_rss_bytes": peak_rss(launched, report),
         "scan_error": None if status == "ok" else error,
     }
-    for name in ("full", "selective"):
-        scan = getattr(report, name) if report else None
-        if scan is not None:
-            figures.update({
-                f"{name}_scan_s": scan.seconds,
-                f"{name}_scan_files": scan.data_files,
-                f"{name}_scan_delete_files": scan.delete_files,
-                f"{name}_scan_rows": scan.rows,
-            })  # fmt: skip
+    if report and (scan := report.selective):
+        figures.update({
+            "selective_scan_s": scan.seconds,
+            "selective_scan_files": scan.data_files,
+            "selective_scan_delete_files": scan.delete_files,
+            "selective_scan_rows": scan.rows,
+        })  # fmt: skip
     return figures
 
 

@@ -30,7 +30,14 @@ from harness.engines.availability import unavailable_in
 from harness.engines.verifiers import Verifier, equality_delete_readers, get_verifier
 from harness.engines.writers import Writer, get_writer
 from harness.judge.oracle import TableState, capture_state, judge, orphan_files, unreadable_verdict
-from harness.judge.scan_cost import SCAN_PROGRAM, ScanReport, ScanSpec, selective_keys
+from harness.judge.scan_cost import (
+    SCAN_PROGRAM,
+    ScanReport,
+    ScanSpec,
+    both_scans,
+    selective_keys,
+    take_full_scan,
+)
 from harness.model import (
     EngineOptions,
     Expectation,
@@ -237,9 +244,10 @@ class Runner:
         try:  # the workers ran: whatever fails now, their figures and the table's verdict are kept
             expected = scenario.expectation(plan.sets, ends, plan.limit_rows)
             judgement = self._judge(scenario, writer, plan, ends, run_catalog, before, expected)
+            full_scan = take_full_scan(judgement.metrics)  # the oracle's read was the full scan
             services_alive()
             scan = (
-                self._scan_cost(scenario, plan, run_catalog, work, expected)
+                both_scans(full_scan, self._scan_cost(scenario, plan, run_catalog, work, expected))
                 if self.settings.scan_cost
                 else {}
             )
@@ -464,14 +472,12 @@ class Runner:
     def _scan_cost(
         self, scenario: Scenario, plan: RunPlan, run_catalog: RunCatalog, work: Path, expected: Expectation
     ) -> dict[str, Any]:
-        """What reading the table costs now (harness/judge/scan_cost.py): a full and a selective
-        scan by the fixed reader, in a process of its own under the run's cap. The table is as
-        the write left it, or at its previous snapshot after a failed one (readable either way);
-        the selective scan asks for the first 1% of the keys it should hold (`expected`).
+        """What a selective read of the table costs now (harness/judge/scan_cost.py; the oracle's
+        read was the full scan), in a process of its own under the run's cap. The table is as the
+        write left it, or at its previous snapshot after a failed one (readable either way); the
+        scan asks for the first 1% of the keys it should hold (`expected`).
 
-        After the oracle: the verdict is on the table as the writer left it, untouched, and the
-        oracle's read has put every writer's files in the page cache alike, so the scans compare
-        planning, decoding and deletes, not where the writer's files happened to be."""
+        After the oracle: the verdict is on the table as the writer left it, untouched."""
         spec = ScanSpec(
             catalog=run_catalog.properties,
             table=scenario.table_identifier(run_catalog.namespace),

@@ -22,7 +22,7 @@ from harness.base.results import ResultsStore, read_report
 from harness.base.settings import load_settings
 from harness.cli import build_parser
 from harness.engines.spark import missing_jars
-from harness.judge.readback import _Clock, _prefetched, _timed, read_content
+from harness.judge.readback import _Clock, _prefetched, _read_ahead, _timed, read_content
 from harness.judge.scan_cost import (
     FULL_SCAN_ERROR,
     SCAN_PROGRAM,
@@ -165,6 +165,11 @@ def test_an_equality_delete_is_a_recorded_scan_failure_not_a_crash(tmp_path):
     )
     assert figures["scan_error"].startswith("full scan: ") and "; selective scan: " in figures["scan_error"]
     assert "full_scan_s" not in figures and "selective_scan_s" not in figures
+
+
+def test_read_ahead_asks_only_for_local_files_that_are_there(tmp_path):
+    for path in ("s3://bucket/data.parquet", f"file://{tmp_path}/missing.parquet", str(tmp_path)):
+        _read_ahead(path)  # nothing to ask, or nothing to read: the read itself will say why
 
 
 def test_the_full_scan_times_its_reader_not_the_oracle_behind_it():

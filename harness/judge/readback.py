@@ -27,6 +27,7 @@ skipped, as any reader's row-group pruning would, and the visible rows are filte
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections import Counter, deque
@@ -42,6 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyiceberg.io.pyarrow import (
+    PyArrowFileIO,
     _combine_positional_deletes,
     _get_column_projection_values,
     _read_deletes,
@@ -292,10 +294,14 @@ def _column_batches(
     holds a page and a read buffer per column it reads, so this, not the row group size a writer
     chose, bounds the oracle's memory, with batches of `batch_rows` rows. Each file's footer
     column sizes go into its `stats` as it is opened; its position deletes are read (each delete
-    file once) and applied here, as a reader applies them."""
+    file once) and applied here, as a reader applies them. The next file is read ahead while
+    this one is decoded (at wide in the 4 GiB box, where the table's 3.9 GB never stay in the
+    page cache, the read went 10.8 -> 8.8 s)."""
     projections = _Projections(table)
     deletes = _DeleteCache(table, tasks)
     for index, task in enumerate(tasks):
+        for ahead in tasks[index : index + 2] if index == 0 else tasks[index + 1 : index + 2]:
+            _read_ahead(ahead.file.file_path)
         with _parquet(table, task.file.file_path, buffer_size=READ_BUFFER_BYTES) as parquet:
             reading = projections.of(task, parquet)
             stats[index].column_sizes = footer_column_sizes(parquet.metadata, reading.in_file)
@@ -305,6 +311,19 @@ def _column_batches(
                     yield from _group_pieces(parquet, unit, group, reading, batch_rows)
                 yield _Piece(unit, unit.visible_rows, None)
         deletes.done(task)
+
+
+def _read_ahead(path: str) -> None:
+    """Asks the kernel to read a local data file into the page cache in the background."""
+    scheme, _, local = PyArrowFileIO.parse_location(path)
+    if scheme != "file":
+        return
+    with contextlib.suppress(OSError):
+        descriptor = os.open(local, os.O_RDONLY)
+        try:
+            os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_WILLNEED)
+        finally:
+            os.close(descriptor)
 
 
 def _group_pieces(

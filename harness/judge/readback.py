@@ -300,8 +300,10 @@ def _column_batches(
     projections = _Projections(table)
     deletes = _DeleteCache(table, tasks)
     for index, task in enumerate(tasks):
-        for ahead in tasks[index : index + 2] if index == 0 else tasks[index + 1 : index + 2]:
-            _read_ahead(ahead.file.file_path)
+        if index == 0:
+            _read_ahead(task.file.file_path)
+        if index + 1 < len(tasks):
+            _read_ahead(tasks[index + 1].file.file_path)
         with _parquet(table, task.file.file_path, buffer_size=READ_BUFFER_BYTES) as parquet:
             reading = projections.of(task, parquet)
             stats[index].column_sizes = footer_column_sizes(parquet.metadata, reading.in_file)

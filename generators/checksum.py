@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import cache
@@ -41,6 +41,7 @@ from typing import Self
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from generators import siphash
 
@@ -80,6 +81,9 @@ class Tag(IntEnum):
     STRING = 9
     BINARY = 10
     BOOLEAN = 11
+    FIXED = 12
+    UUID = 13
+    NESTED = 14  # struct, list or map: its header names the whole type (nested_header)
 
 
 @cache
@@ -88,6 +92,14 @@ def cell_header(name: str, tag: int) -> np.uint64:
     processes and runs, unlike hash()."""
     message = tag.to_bytes(8, "little") + name.encode()
     digest = hashlib.blake2b(message, digest_size=8, key=_HEADER_KEY).digest()
+    return np.uint64(int.from_bytes(digest, "little"))
+
+
+@cache
+def nested_header(name: str, signature: str) -> np.uint64:
+    """The word a nested column's cells start with: names the column and its whole type."""
+    message = Tag.NESTED.to_bytes(8, "little") + len(signature).to_bytes(4, "little") + signature.encode()
+    digest = hashlib.blake2b(message + name.encode(), digest_size=8, key=_HEADER_KEY).digest()
     return np.uint64(int.from_bytes(digest, "little"))
 
 
@@ -152,6 +164,9 @@ def finish_rows(states: np.ndarray) -> RowHashes:
 def _absorb_column(states: siphash.States, array: pa.Array, name: str) -> None:
     if array.null_count == len(array):
         return
+    if _is_nested(array.type):
+        _absorb_nested(states, array, name)
+        return
     if pa.types.is_dictionary(array.type):
         if _holds_bytes(array.dictionary.type):
             _absorb_dictionary_bytes(states, array, name)
@@ -170,11 +185,134 @@ def _absorb_column(states: siphash.States, array: pa.Array, name: str) -> None:
             siphash.absorb_words(states, header, words, _valid_bytes(values))
         case Tag.DECIMAL:
             siphash.absorb_word_pairs(states, header, *decimal_words(values), _valid_bytes(values))
-        case Tag.STRING | Tag.BINARY:
+        case Tag.STRING | Tag.BINARY | Tag.FIXED | Tag.UUID:
             bitmap, offset = _validity(values)
             siphash.absorb_bytes(states, header, *_offsets_and_data(values), bitmap, offset, *_NO_INDICES)
         case _:  # integers, and the dates and times stored as them
             siphash.absorb_words(states, header, _values(values), _valid_bytes(values))
+
+
+# --- nested values: struct, list and map -------------------------------------------------------
+
+
+def _is_nested(kind: pa.DataType) -> bool:
+    return pa.types.is_struct(kind) or pa.types.is_map(kind) or _is_list(kind)
+
+
+def _is_list(kind: pa.DataType) -> bool:
+    return any(
+        check(kind)
+        for check in (
+            pa.types.is_list,
+            pa.types.is_large_list,
+            pa.types.is_fixed_size_list,
+            pa.types.is_list_view,
+            pa.types.is_large_list_view,
+        )
+    )
+
+
+def _absorb_nested(states: siphash.States, array: pa.Array, name: str) -> None:
+    """A nested column's non-null cells: the header (the column's name and whole type), the root's
+    word, then each node of the type below it in order (_absorb_node)."""
+    valid = _valid_bytes(array)
+    header = nested_header(name, _signature(array.type))
+    siphash.absorb_words(states, header, _node_words(array), valid)
+    rows = np.arange(len(array), dtype=np.int64)
+    for child, starts, ends in _children(array, rows, rows + valid):  # a null cell: no elements
+        _absorb_node(states, child, starts, ends)
+
+
+def _absorb_node(states: siphash.States, array: pa.Array, starts: np.ndarray, ends: np.ndarray) -> None:
+    """Elements starts[i] .. ends[i] - 1 of one node of the type into row i: a struct's or a list's
+    own words, then its children's in order; a leaf's values, each a validity word then the value."""
+    if _is_nested(array.type):
+        siphash.absorb_word_ranges(states, _node_words(array), 1, starts, ends)
+        for child, child_starts, child_ends in _children(array, starts, ends):
+            _absorb_node(states, child, child_starts, child_ends)
+        return
+    values = _canonical(array.dictionary_decode() if pa.types.is_dictionary(array.type) else array)
+    tag = Tag(_type_tag(values.type) & 0xFF)
+    if tag in (Tag.STRING, Tag.BINARY, Tag.FIXED, Tag.UUID):
+        bitmap, offset = _validity(values)
+        siphash.absorb_byte_ranges(states, *_offsets_and_data(values), bitmap, offset, starts, ends)
+        return
+    valid = _valid_bytes(values).astype(np.uint64)
+    payload = [_fixed_width_word(values, tag)] if tag != Tag.DECIMAL else list(decimal_words(values))
+    words = np.column_stack([valid, *(word * valid for word in payload)])  # a null: zeros after its 0
+    siphash.absorb_word_ranges(states, words.ravel(), words.shape[1], starts, ends)
+
+
+def _fixed_width_word(values: pa.Array, tag: Tag) -> np.ndarray:
+    """One uint64 a value, as a top-level cell feeds it (nulls hold whatever their slot held)."""
+    if tag == Tag.BOOLEAN:
+        bits = np.frombuffer(values.buffers()[1], dtype=np.uint8)
+        return np.unpackbits(bits, count=values.offset + len(values), bitorder="little")[
+            values.offset :
+        ].astype(np.uint64)
+    if tag == Tag.FLOAT:
+        return _values(values).astype(np.float64).view(np.uint64)
+    return _values(values).astype(np.int64).view(np.uint64)  # integers sign-extended
+
+
+def _node_words(array: pa.Array) -> np.ndarray:
+    """A struct's or list's word per element: a struct 1 (0 if null), a list or map its length
+    shifted left once, plus 1 (0 if null)."""
+    valid = _valid_bytes(array).astype(np.uint64)
+    if pa.types.is_struct(array.type):
+        return valid
+    return _list_lengths(_as_list(array)).astype(np.uint64) << np.uint64(1) | valid
+
+
+def _children(
+    array: pa.Array, starts: np.ndarray, ends: np.ndarray
+) -> Iterator[tuple[pa.Array, np.ndarray, np.ndarray]]:
+    """The child nodes of a struct, list or map, each with its elements' range for every row: a
+    struct's fields by name, with the struct's nulls applied and its ranges; a list's element
+    (a map's key, then its value) over the elements of the row's lists, nulls holding none."""
+    kind = array.type
+    if pa.types.is_struct(kind):
+        fields = [kind.field(index).name for index in range(kind.num_fields)]
+        for _, child in sorted(zip(fields, array.flatten(), strict=True), key=lambda item: item[0]):
+            yield child, starts, ends
+        return
+    as_list = _as_list(array)
+    offsets = np.concatenate([[0], np.cumsum(_list_lengths(as_list))])
+    elements = pc.list_flatten(as_list)  # a null list's slot emits nothing
+    child_starts, child_ends = offsets[starts], offsets[ends]
+    if pa.types.is_map(kind):
+        for child in elements.flatten():  # key, then value
+            yield child, child_starts, child_ends
+        return
+    yield elements, child_starts, child_ends
+
+
+def _as_list(array: pa.Array) -> pa.Array:
+    """A list-like array as a large_list (a map as a list of its key-value entries)."""
+    kind = array.type
+    if pa.types.is_map(kind):
+        return array.cast(pa.large_list(pa.struct([kind.key_field, kind.item_field])))
+    if pa.types.is_large_list(kind):
+        return array
+    return array.cast(pa.large_list(kind.value_field))
+
+
+def _list_lengths(as_list: pa.Array) -> np.ndarray:
+    return pc.list_value_length(as_list).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _signature(kind: pa.DataType) -> str:
+    """A type as the nested header names it: Arrow's layout variants alike, struct fields by name."""
+    if pa.types.is_dictionary(kind):
+        return _signature(kind.value_type)
+    if pa.types.is_struct(kind):
+        fields = sorted((kind.field(index) for index in range(kind.num_fields)), key=lambda field: field.name)
+        return "struct<" + ",".join(f"{len(f.name)}:{f.name}:{_signature(f.type)}" for f in fields) + ">"
+    if pa.types.is_map(kind):
+        return f"map<{_signature(kind.key_type)},{_signature(kind.item_type)}>"
+    if _is_list(kind):
+        return f"list<{_signature(kind.value_type)}>"
+    return str(_type_tag(_canonical_type(kind)))
 
 
 def _absorb_dictionary_bytes(states: siphash.States, array: pa.DictionaryArray, name: str) -> None:
@@ -230,24 +368,29 @@ def _validity(array: pa.Array) -> tuple[np.ndarray, int]:
 
 
 def _canonical(array: pa.Array) -> pa.Array:
-    """Recast the layouts that hash as another one: units to microseconds (days for dates),
-    narrower and wider decimals to decimal128, views to their plain layout."""
-    kind = array.type
+    """Recast the layouts that hash as another one (_canonical_type)."""
+    kind = _canonical_type(array.type)
+    return array if kind == array.type else array.cast(kind)
+
+
+def _canonical_type(kind: pa.DataType) -> pa.DataType:
+    """The layout a type hashes as: units to microseconds (days for dates), narrower and wider
+    decimals to decimal128, views to their plain layout."""
     if pa.types.is_timestamp(kind) and kind.unit != "us":
-        return array.cast(pa.timestamp("us", tz=kind.tz))
+        return pa.timestamp("us", tz=kind.tz)
     if pa.types.is_time(kind) and kind.unit != "us":
-        return array.cast(pa.time64("us"))
+        return pa.time64("us")
     if pa.types.is_duration(kind) and kind.unit != "us":
-        return array.cast(pa.duration("us"))
+        return pa.duration("us")
     if pa.types.is_date64(kind):
-        return array.cast(pa.date32())
+        return pa.date32()
     if pa.types.is_decimal(kind) and kind.bit_width != 128 and kind.precision <= 38:
-        return array.cast(pa.decimal128(kind.precision, kind.scale))
+        return pa.decimal128(kind.precision, kind.scale)
     if pa.types.is_string_view(kind):
-        return array.cast(pa.large_string())
+        return pa.large_string()
     if pa.types.is_binary_view(kind):
-        return array.cast(pa.large_binary())
-    return array
+        return pa.large_binary()
+    return kind
 
 
 def _type_tag(kind: pa.DataType) -> int:
@@ -271,6 +414,8 @@ _TAGS: tuple[tuple[Tag, Callable[[pa.DataType], bool]], ...] = (
     (Tag.STRING, lambda kind: pa.types.is_string(kind) or pa.types.is_large_string(kind)),
     (Tag.BINARY, lambda kind: pa.types.is_binary(kind) or pa.types.is_large_binary(kind)),
     (Tag.BOOLEAN, pa.types.is_boolean),
+    (Tag.UUID, lambda kind: isinstance(kind, pa.UuidType)),
+    (Tag.FIXED, pa.types.is_fixed_size_binary),
 )
 
 
@@ -289,7 +434,14 @@ def _values(array: pa.Array) -> np.ndarray:
 
 
 def _offsets_and_data(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """The offsets of the array's slice (offset + 1 entries, into the whole data buffer) and that buffer."""
+    """The offsets of the array's slice (offset + 1 entries, into the whole data buffer) and that
+    buffer; a fixed-size binary's (a UUID's) values at whole multiples of its width."""
+    if isinstance(array, pa.ExtensionArray):
+        array = array.storage
+    if pa.types.is_fixed_size_binary(array.type):
+        width = array.type.byte_width
+        offsets = np.arange(array.offset, array.offset + len(array) + 1, dtype=np.int64) * width
+        return offsets, np.frombuffer(array.buffers()[1], dtype=np.uint8)
     large = pa.types.is_large_string(array.type) or pa.types.is_large_binary(array.type)
     _, offsets_buffer, data_buffer = array.buffers()
     offsets = np.frombuffer(

@@ -172,6 +172,27 @@ def _word_at(data: np.ndarray, position: int, count: int) -> np.uint64:
     return word
 
 
+@numba.njit(inline="always")  # inlined by numba itself: as a call per cell it cost 4x the hashing
+def _value_bytes(
+    v0: np.uint64, v1: np.uint64, v2: np.uint64, v3: np.uint64, data: np.ndarray, start: int, end: int
+) -> tuple[np.uint64, np.uint64, np.uint64, np.uint64, int]:
+    """data[start:end] absorbed as its length as 4 little-endian bytes and its bytes, zero-padded
+    to whole words and to 3 words at least; the state and the words absorbed."""
+    length = end - start
+    v0, v1, v2, v3 = _compress(
+        v0, v1, v2, v3, _U64(length) | _word_at(data, start, min(length, 4)) << _U64(32)
+    )
+    v0, v1, v2, v3 = _compress(v0, v1, v2, v3, _word_at(data, start + 4, length - 4))
+    v0, v1, v2, v3 = _compress(v0, v1, v2, v3, _word_at(data, start + 12, length - 12))
+    words = 3
+    position = start + 20
+    while position < end:  # past the 3 words every value takes (no branch on shorter ones)
+        v0, v1, v2, v3 = _compress(v0, v1, v2, v3, _word_at(data, position, end - position))
+        position += 8
+        words += 1
+    return v0, v1, v2, v3, words
+
+
 @kernel
 def absorb_bytes(
     states: States,
@@ -184,10 +205,9 @@ def absorb_bytes(
     index_validity: np.ndarray,
     index_offset: int,
 ) -> None:
-    """Each row's cell of a string or binary array as the header, then the value's length as 4
-    little-endian bytes and its bytes, zero-padded to whole words and to 3 words at least. Row
-    i's value is data[offsets[i]:offsets[i + 1]], or with `indices` (a dictionary array: these
-    arrays are its entries) entry indices[i]. A null index or a null value feeds nothing."""
+    """Each row's cell of a string or binary array as the header, then the value (_value_bytes).
+    Row i's value is data[offsets[i]:offsets[i + 1]], or with `indices` (a dictionary array:
+    these arrays are its entries) entry indices[i]. A null index or a null value feeds nothing."""
     a0, a1, a2, a3, absorbed = states
     for i in range(a0.size):
         entry = i
@@ -197,24 +217,57 @@ def absorb_bytes(
             entry = np.int64(indices[i])
         if not _valid(validity, offset + entry):
             continue
-        start, end = np.int64(offsets[entry]), np.int64(offsets[entry + 1])
-        length = end - start
-        # Inline, not a helper: a call per cell cost 4x the hashing here.
-        v0, v1, v2, v3 = a0[i], a1[i], a2[i], a3[i]
-        v0, v1, v2, v3 = _compress(v0, v1, v2, v3, header)
-        v0, v1, v2, v3 = _compress(
-            v0, v1, v2, v3, _U64(length) | _word_at(data, start, min(length, 4)) << _U64(32)
+        v0, v1, v2, v3 = _compress(a0[i], a1[i], a2[i], a3[i], header)
+        v0, v1, v2, v3, words = _value_bytes(
+            v0, v1, v2, v3, data, np.int64(offsets[entry]), np.int64(offsets[entry + 1])
         )
-        v0, v1, v2, v3 = _compress(v0, v1, v2, v3, _word_at(data, start + 4, length - 4))
-        v0, v1, v2, v3 = _compress(v0, v1, v2, v3, _word_at(data, start + 12, length - 12))
-        words = 4
-        position = start + 20
-        while position < end:  # past the 3 words every value takes (no branch on shorter ones)
-            v0, v1, v2, v3 = _compress(v0, v1, v2, v3, _word_at(data, position, end - position))
-            position += 8
-            words += 1
         a0[i], a1[i], a2[i], a3[i] = v0, v1, v2, v3
-        absorbed[i] += _U64(8 * words)
+        absorbed[i] += _U64(8 * (1 + words))
+
+
+@kernel
+def absorb_word_ranges(
+    states: States, words: np.ndarray, width: int, starts: np.ndarray, ends: np.ndarray
+) -> None:
+    """Row i takes the elements starts[i] .. ends[i] - 1 of a node of a nested value, each `width`
+    consecutive words of `words`, and no header (the column's came before its root)."""
+    a0, a1, a2, a3, absorbed = states
+    for i in range(a0.size):
+        v0, v1, v2, v3 = a0[i], a1[i], a2[i], a3[i]
+        for position in range(starts[i] * width, ends[i] * width):
+            v0, v1, v2, v3 = _compress(v0, v1, v2, v3, words[position])
+        a0[i], a1[i], a2[i], a3[i] = v0, v1, v2, v3
+        absorbed[i] += _U64(8 * width * (ends[i] - starts[i]))
+
+
+@kernel
+def absorb_byte_ranges(
+    states: States,
+    offsets: np.ndarray,
+    data: np.ndarray,
+    validity: np.ndarray,
+    offset: int,
+    starts: np.ndarray,
+    ends: np.ndarray,
+) -> None:
+    """Row i takes the string or binary elements starts[i] .. ends[i] - 1 of a nested value's
+    leaf: each the word 1 and its value (_value_bytes), or the word 0 if null."""
+    a0, a1, a2, a3, absorbed = states
+    for i in range(a0.size):
+        v0, v1, v2, v3 = a0[i], a1[i], a2[i], a3[i]
+        total = 0
+        for element in range(starts[i], ends[i]):
+            if not _valid(validity, offset + element):
+                v0, v1, v2, v3 = _compress(v0, v1, v2, v3, _U64(0))
+                total += 1
+                continue
+            v0, v1, v2, v3 = _compress(v0, v1, v2, v3, _U64(1))
+            v0, v1, v2, v3, words = _value_bytes(
+                v0, v1, v2, v3, data, np.int64(offsets[element]), np.int64(offsets[element + 1])
+            )
+            total += 1 + words
+        a0[i], a1[i], a2[i], a3[i] = v0, v1, v2, v3
+        absorbed[i] += _U64(8 * total)
 
 
 @kernel

@@ -53,10 +53,12 @@ from pyiceberg.io.pyarrow import (
 from pyiceberg.manifest import DataFile, DataFileContent, ManifestEntry, ManifestFile, clear_manifest_cache
 from pyiceberg.schema import Schema, prune_columns
 from pyiceberg.table import FileScanTask, Table
+from pyiceberg.types import IcebergType, NestedField
 
 from generators.checksum import Checksum, RowHashes, absorb_columns, empty_row_states, finish_rows
 from generators.schema import KEY_COLUMN
 from generators.source import row_group_batches
+from harness.judge.nested import project_nested
 from harness.judge.statistics import FileStats, footer_column_sizes, gather, primitive_columns
 
 # Rows per decoded batch of the selective scan's reader: ~80 MiB at 400 mixed columns, small
@@ -355,6 +357,14 @@ class _ColumnGroup:
     file_schema: Schema  # the file's projection pruned to those of them the file has
     file_columns: list[str]
 
+    @cached_property
+    def nested(self) -> tuple[IcebergType, NestedField] | None:
+        """A struct, list or map column the file has (always a group of its own): its type in
+        the file and its field in the table, projected by harness/judge/nested.py."""
+        if len(self.file_schema.fields) != 1 or self.file_schema.fields[0].field_type.is_primitive:
+            return None
+        return self.file_schema.fields[0].field_type, self.requested.fields[0]
+
 
 @dataclass
 class _FileProjection:
@@ -383,12 +393,12 @@ class _FileProjection:
             task.file, schema, schema, metadata.specs().get(task.file.spec_id), file_schema.field_ids
         )
         return cls(
-            schema, prune_columns(file_schema, set(schema.field_ids), select_full_types=False), missing
+            schema, prune_columns(file_schema, _top_level_ids(schema), select_full_types=True), missing
         )
 
     @property
     def whole(self) -> _ColumnGroup:
-        return self.group(frozenset(self.table_schema.field_ids))
+        return self.group(frozenset(_top_level_ids(self.table_schema)))
 
     def groups_within(self, row_group: pq.RowGroupMetaData, budget: int) -> list[_ColumnGroup]:
         """The table's columns in name order (the checksum's chain order), cut into groups whose
@@ -396,11 +406,15 @@ class _FileProjection:
         each): a chunk whole, or a page and the read buffer where it is larger."""
         chunks = _chunk_bytes(row_group)
         groups: list[tuple[set[int], int]] = []  # field ids, bytes held
+        alone = False  # the last group is a nested column's, which no other column joins
         for column in sorted(self.table_schema.fields, key=lambda column: column.name):
             name = self._file_name(column.field_id)
             held = min(chunks.get(name, 0), COLUMN_BYTES_HELD) if name is not None else 0
-            if not groups or (name is not None and groups[-1][1] and groups[-1][1] + held > budget):
+            nested = name is not None and not column.field_type.is_primitive
+            over = name is not None and groups and groups[-1][1] and groups[-1][1] + held > budget
+            if not groups or nested or alone or over:
                 groups.append((set(), 0))
+            alone = nested
             ids, group_held = groups[-1]
             ids.add(column.field_id)
             groups[-1] = (ids, group_held + held)
@@ -408,9 +422,9 @@ class _FileProjection:
 
     def group(self, ids: frozenset[int]) -> _ColumnGroup:
         if ids not in self._groups:
-            pruned = prune_columns(self.in_file, ids & set(self.in_file.field_ids), select_full_types=False)
+            pruned = prune_columns(self.in_file, ids & _top_level_ids(self.in_file), select_full_types=True)
             self._groups[ids] = _ColumnGroup(
-                requested=prune_columns(self.table_schema, set(ids), select_full_types=False),
+                requested=prune_columns(self.table_schema, set(ids), select_full_types=True),
                 file_schema=pruned,
                 file_columns=[column.name for column in pruned.columns],
             )
@@ -423,9 +437,14 @@ class _FileProjection:
             return None
 
     def project(self, batch: pa.RecordBatch, group: _ColumnGroup) -> pa.RecordBatch:
-        """`batch` as pyiceberg's reader projects it. pyiceberg walks the schemas for every batch
-        (a third of a wide scan's time); where its projection of the first batch of a layout only
+        """`batch` as pyiceberg's reader projects it, but for a nested column (group.nested),
+        which pyiceberg's projection can damage. pyiceberg walks the schemas for every batch (a
+        third of a wide scan's time); where its projection of the first batch of a layout only
         relabelled columns, later ones are relabelled alike without the walk."""
+        if (nested := group.nested) is not None:
+            file_type, table_field = nested
+            column = project_nested(batch.column(0), file_type, table_field.field_type)
+            return pa.RecordBatch.from_arrays([column], names=[table_field.name])
         key = (id(group), batch.schema)
         if (relabel := self._relabels.get(key)) is not None:
             columns, schema = relabel
@@ -440,6 +459,11 @@ class _FileProjection:
         )
         self._relabels.setdefault(key, _relabelling(batch, projected))
         return projected
+
+
+def _top_level_ids(schema: Schema) -> set[int]:
+    """A schema's top-level field ids: a struct, list or map column is read with all its fields."""
+    return {column.field_id for column in schema.fields}
 
 
 def _relabelling(batch: pa.RecordBatch, projected: pa.RecordBatch) -> tuple[list[int], pa.Schema] | None:

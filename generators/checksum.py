@@ -7,12 +7,23 @@
 Values enter by their logical content, not their physical layout. Canonical bytes, in whole 8-byte
 words: every integer width, date (days), time, timestamp and duration (microseconds) its int64
 little-endian; floats their float64 bits; decimals the 16-byte two's complement unscaled value;
-booleans 0 or 1; strings and binary their length as 4 bytes LE, then their bytes, zero-padded to
-whole words and to 3 words at least (so short values take no branch). The header is a keyed BLAKE2b
-of the column's name and type tag: integer (all widths, as Iceberg promotes int to long), date,
-time, timestamp, timestamptz, duration, float, decimal (with its scale), string (string,
-large_string and string_view alike), binary, boolean. Header and lengths make the message parse one
-way only: no value reads like another, another column's or a missing one.
+booleans 0 or 1; strings, binary, fixed and uuid their length as 4 bytes LE, then their bytes,
+zero-padded to whole words and to 3 words at least (so short values take no branch). The header
+is a keyed BLAKE2b of the column's name and type tag: integer (all widths, as Iceberg promotes int
+to long), date, time, timestamp, timestamptz, duration, float, decimal (with its scale), string
+(string, large_string and string_view alike), binary, boolean, fixed, uuid. Header and lengths
+make the message parse one way only: no value reads like another, another column's or a missing
+one.
+
+Nested cells (struct, list and map, nested in each other; Arrow's list, large_list, fixed-size
+list and list views alike, a map as its key-value entries): the header is a keyed BLAKE2b of the
+column's name and its whole type (nested_header: struct fields by name, leaves by type tag), then
+the type's nodes in order, each node's words for all its elements in the row before its
+children's: a struct 1 (0 if null) an element, then its fields by name over the same elements; a
+list or map its length << 1 | 1 (0 if null) an element, then its element's node (a map's key's,
+then its value's) over the elements of the row's lists; a leaf 1 then its canonical value, or 0
+if null (then zeros of the value's width if fixed-width). The counts come before what they count,
+so the message parses one way; what Arrow keeps under a null struct or list is not the row's.
 
 A null cell adds nothing, so a column added by schema evolution (null in old rows) leaves old row
 hashes unchanged; column order does not matter. The row's SipHash state is finalised once per lane.

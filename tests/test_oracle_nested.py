@@ -12,10 +12,11 @@ from pyiceberg.io.pyarrow import pyarrow_to_schema
 from pyiceberg.table import Table
 from pyiceberg.table.name_mapping import MappedField, NameMapping
 from pyiceberg.types import LongType, NestedField, StructType
-from test_checksum_nested import ROWS, table_of
+from test_checksum_nested import ORDER, ROWS, table_of
 
 from generators.checksum import Checksum
 from harness.judge.nested import project_nested
+from harness.judge.oracle import schema_check
 from harness.judge.readback import read_content
 
 
@@ -69,3 +70,17 @@ def test_a_nested_field_added_after_the_file_is_null_in_its_rows():
     )
     projected = project_nested(array, file_type, table_type)
     assert projected.to_pylist() == [{"a": 1, "b": None}, None]
+
+
+def test_the_schema_check_compares_nested_types_whole(catalog: SqlCatalog, tmp_path: Path):
+    rows = table_of(ROWS)
+    table = added(catalog, tmp_path, rows)
+    assert schema_check(table, rows.schema).passed  # the table's own ids do not count
+    address = pa.struct(
+        [("zip", pa.string()), ("city", pa.string()), pa.field("floor", pa.int32(), nullable=False)]
+    )
+    order = pa.struct([*(ORDER.field(index) for index in range(2)), pa.field("ship_to", address)])
+    other = rows.schema.set(1, pa.field("order", order))  # a nested field made required
+    check = schema_check(table, other)
+    assert not check.passed
+    assert "floor: optional int" in check.reason and "floor: required int" in check.reason

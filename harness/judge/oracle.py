@@ -33,7 +33,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.serializers import FromInputFile
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
-from pyiceberg.types import NestedField
+from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructType
 
 from generators.checksum import Checksum, short_form
 from harness.base.known_issues import match_known_issue
@@ -361,8 +361,8 @@ def schema_check(table: Table, expected: pa.Schema, content: TableContent | None
     """The table's columns against the expected ones (order aside): names, Iceberg types,
     required/optional and, where the expected schema carries them (`PARQUET:field_id`), field ids;
     and with `content`, no null in a required column (readers would get a non-nullable Arrow
-    column holding nulls). Top-level columns: the generator makes no nested ones, so a nested
-    field's own optionality and ids are not compared yet (its type string is)."""
+    column holding nulls). A struct, list or map column's type is compared whole, its nested
+    fields' names, types and optionality with it (their ids are the table's own)."""
     want = {column.name: column for column in visit_pyarrow(expected, _ConvertToIcebergWithoutIDs()).fields}
     have = {column.name: column for column in table.schema().fields}
     differences = [f"extra column {name} ({have[name].field_type})" for name in have if name not in want]
@@ -384,8 +384,10 @@ def schema_check(table: Table, expected: pa.Schema, content: TableContent | None
 def _column_differences(have: NestedField, want: NestedField, want_id: int | None) -> list[str]:
     name = have.name
     differences = []
-    if str(have.field_type) != str(want.field_type):
-        differences.append(f"column {name} is {have.field_type}, expected {want.field_type}")
+    if type_text(have.field_type) != type_text(want.field_type):
+        differences.append(
+            f"column {name} is {type_text(have.field_type)}, expected {type_text(want.field_type)}"
+        )
     if have.required != want.required:
         differences.append(f"column {name} is {_optionality(have)}, expected {_optionality(want)}")
     if want_id is not None and have.field_id != want_id:
@@ -395,6 +397,22 @@ def _column_differences(have: NestedField, want: NestedField, want_id: int | Non
 
 def _optionality(column: NestedField) -> str:
     return "required" if column.required else "optional"
+
+
+def type_text(kind: IcebergType) -> str:
+    """An Iceberg type as a reason shows it, nested fields with their optionality, without ids."""
+    if isinstance(kind, StructType):
+        fields = (
+            f"{field.name}: {_optionality(field)} {type_text(field.field_type)}" for field in kind.fields
+        )
+        return f"struct<{', '.join(fields)}>"
+    if isinstance(kind, ListType):
+        element = "required" if kind.element_required else "optional"
+        return f"list<{element} {type_text(kind.element_type)}>"
+    if isinstance(kind, MapType):
+        value = "required" if kind.value_required else "optional"
+        return f"map<{type_text(kind.key_type)}, {value} {type_text(kind.value_type)}>"
+    return str(kind)
 
 
 def _expected_field_id(column: pa.Field) -> int | None:

@@ -98,6 +98,7 @@ class Expectation(BaseModel):
     key_ranges: KeyRanges
     gone_key_ranges: KeyRanges = []
     sources: list[RowSource] | None = None
+    key_column: str = "id"  # the sets' key (DatasetManifest.key_column): keys, scans, differences
 
 
 class Rendezvous(BaseModel):

@@ -22,7 +22,7 @@ from pyiceberg.types import StringType
 
 from generators.checksum import Checksum
 from generators.datasets import DataSet, DataSets
-from generators.schema import EVOLVED_COLUMN, KEY_COLUMN
+from generators.schema import EVOLVED_COLUMN
 from generators.source import ParquetSource
 from harness.engines.writers.base import Writer
 from harness.judge.oracle import Evidence, operation_checks, replaced_files_deleted_check
@@ -36,6 +36,7 @@ def expect_set(data: DataSet) -> Expectation:
         checksum=manifest.checksum,
         key_ranges=list(manifest.key_ranges),
         sources=[RowSource(directory=data.directory)],
+        key_column=manifest.key_column,
     )
 
 
@@ -53,6 +54,7 @@ def expect_upserted(base: DataSet, changes: DataSet) -> Expectation:
         checksum=after.checksum,
         key_ranges=list(after.key_ranges),
         sources=[RowSource(directory=base.directory), RowSource(directory=changes.directory)],
+        key_column=base.manifest.key_column,
     )
 
 
@@ -72,6 +74,7 @@ def expect_prefix(data: DataSet, rows: int | None) -> Expectation:
         checksum=checksum.hex,
         key_ranges=[(first_key, first_key + rows - 1)],
         sources=[RowSource(directory=data.directory, rows=rows)],
+        key_column=data.manifest.key_column,
     )
 
 
@@ -84,6 +87,7 @@ def expect_both(one: Expectation, other: Expectation) -> Expectation:
         key_ranges=one.key_ranges + other.key_ranges,
         gone_key_ranges=one.gone_key_ranges + other.gone_key_ranges,
         sources=None if one.sources is None or other.sources is None else one.sources + other.sources,
+        key_column=one.key_column,
     )
 
 
@@ -95,7 +99,6 @@ class Scenario(ABC):
     operation: ClassVar[Operation]
     initial_set: ClassVar[str | None] = None  # data set loaded before the operation
     source_set: ClassVar[str]  # data set the writer under test is fed with
-    key_columns: ClassVar[tuple[str, ...]] = (KEY_COLUMN,)
     # Whether the oracle can judge a run fed only a prefix of the source (`scale` needs that).
     accepts_row_limit: ClassVar[bool] = False
     # In the matrix when no scenarios are named (`make bench`, the CI gate).

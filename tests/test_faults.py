@@ -158,7 +158,7 @@ def test_a_kill_point_the_writer_never_reaches_is_reported_not_faked(
         table=scenario.table_identifier(run_catalog.namespace),
         writer="no-timer",
         operation=scenario.operation,
-        key_columns=list(scenario.key_columns),
+        key_columns=["id"],
         source_dir=tiny_sets["base"].directory,
         batch_rows=2_000,
         started_marker=tmp_path / "started",

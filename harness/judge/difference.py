@@ -54,11 +54,13 @@ class KeyedHashes:
         return 0, 0
 
 
-def first_difference(table: Table, content: TableContent, sources: list[RowSource]) -> str | None:
+def first_difference(
+    table: Table, content: TableContent, sources: list[RowSource], key_column: str = KEY_COLUMN
+) -> str | None:
     """The first key (in key order) whose rows in the table are not the expected ones, said in a
     few words; None when the rows agree key by key (then the checksum differs elsewhere, e.g. in
     rows without a key)."""
-    expected, layers = _expected_hashes(sources)
+    expected, layers = _expected_hashes(sources, key_column)
     found = KeyedHashes.of(content.keys, content.row_hashes)
     key = _first_differing_key(expected, found)
     if key is None:
@@ -71,7 +73,8 @@ def first_difference(table: Table, content: TableContent, sources: list[RowSourc
     if have_rows != want_rows:
         return f"key {key} has {have_rows} rows, expected {want_rows}"
     source = sources[int(layers[np.searchsorted(expected.keys, key)])]
-    return f"key {key}: {_row_difference(_source_row(source, key), rows_with_key(table, key))}"
+    found_row = rows_with_key(table, key, key_column)
+    return f"key {key}: {_row_difference(_source_row(source, key, key_column), found_row)}"
 
 
 def repeated_keys(keys: np.ndarray) -> tuple[int, int, int | None]:
@@ -113,14 +116,14 @@ def first_unexpected_key(unique: np.ndarray, ranges: KeyRanges) -> int | None:
     return int(unique[outside[0]]) if len(outside) else None
 
 
-def _expected_hashes(sources: list[RowSource]) -> tuple[KeyedHashes, np.ndarray]:
+def _expected_hashes(sources: list[RowSource], key_column: str) -> tuple[KeyedHashes, np.ndarray]:
     """The expected rows' hashes by key, a later source's row replacing an earlier one's of the
     same key (an upsert's change set over its base); and, beside each key, the source its row
     comes from."""
     keys, hashes, layers = [], [], []
     for layer, source in enumerate(sources):
         for batch in _source_batches(source):
-            keys.append(batch.column(KEY_COLUMN).to_numpy(zero_copy_only=False).astype(np.int64))
+            keys.append(batch.column(key_column).to_numpy(zero_copy_only=False).astype(np.int64))
             hashes.append(row_hashes(batch))
             layers.append(np.full(batch.num_rows, layer, np.int32))
     if not keys:
@@ -152,12 +155,12 @@ def _source_batches(source: RowSource) -> Iterator[pa.RecordBatch]:
     return ParquetSource.open(source.directory, READ_BATCH_ROWS, source.rows).batches()
 
 
-def _source_row(source: RowSource, key: int) -> pa.Table:
+def _source_row(source: RowSource, key: int, key_column: str) -> pa.Table:
     for batch in _source_batches(source):
-        row = batch.filter(pc.equal(batch.column(KEY_COLUMN), key))
+        row = batch.filter(pc.equal(batch.column(key_column), key))
         if row.num_rows:
             return pa.Table.from_batches([row])
-    return pa.table({KEY_COLUMN: pa.array([], pa.int64())})
+    return pa.table({key_column: pa.array([], pa.int64())})
 
 
 def _row_difference(expected: pa.Table, found: pa.Table) -> str:

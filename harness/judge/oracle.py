@@ -242,7 +242,7 @@ def judge(
     checksum. A table with equality deletes that `verifier` cannot apply is read by `equality_reader`'s.
     """
     after = capture_state(table)
-    content = read_content(table)
+    content = read_content(table, key_column=expected.key_column)
     metrics = table_metrics(before, after, content) | full_scan_figures(table, content)
     orphans = orphan_files(table)
     metrics.update(orphan_files=len(orphans), orphan_bytes=sum(orphans.values()))
@@ -605,7 +605,7 @@ def _content_checksum_check(table: Table, content: TableContent, expected: Expec
     if check.passed or expected.sources is None:
         return check
     try:
-        where = first_difference(table, content, expected.sources)
+        where = first_difference(table, content, expected.sources, expected.key_column)
     except Exception as exc:  # the verdict stands without the detail, which says why it is missing
         where = f"the first differing key is not known ({type(exc).__name__}: {exc})"
     if where:

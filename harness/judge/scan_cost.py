@@ -39,7 +39,7 @@ from generators.schema import KEY_COLUMN
 from harness.base.errors import one_line
 from harness.base.orphan_guard import die_with_parent_if_asked
 from harness.base.results import write_whole
-from harness.judge.readback import KeyRange, TableContent, scan_rows
+from harness.judge.readback import KeyRange, KeyScan, TableContent, scan_rows
 from harness.model import WorkerResult
 from harness.services.own_memory import high_water_mark
 
@@ -55,6 +55,7 @@ class ScanSpec(BaseModel):
     catalog: dict[str, str]
     table: str
     keys: KeyRange  # the selective scan's key range, inclusive
+    key_column: str = KEY_COLUMN
     result_path: Path
 
 
@@ -82,8 +83,8 @@ def selective_keys(key_ranges: list[KeyRange], fraction: float = SELECTIVE_FRACT
     return low, low + max(1, round((high - low + 1) * fraction)) - 1
 
 
-def key_filter(keys: KeyRange) -> BooleanExpression:
-    return And(GreaterThanOrEqual(KEY_COLUMN, keys[0]), LessThanOrEqual(KEY_COLUMN, keys[1]))
+def key_filter(keys: KeyRange, key_column: str = KEY_COLUMN) -> BooleanExpression:
+    return And(GreaterThanOrEqual(key_column, keys[0]), LessThanOrEqual(key_column, keys[1]))
 
 
 def full_scan_figures(table: Table, content: TableContent) -> dict[str, Any]:
@@ -118,13 +119,15 @@ def both_scans(full: dict[str, Any], selective: dict[str, Any]) -> dict[str, Any
     return {**measured, **selective, "scan_error": "; ".join(filter(None, errors)) or None}
 
 
-def measure_scan(catalog: Catalog, table_name: str, keys: KeyRange) -> ScanFigures:
-    """Load, plan and read the rows of `keys`, counting them."""
+def measure_scan(
+    catalog: Catalog, table_name: str, keys: KeyRange, key_column: str = KEY_COLUMN
+) -> ScanFigures:
+    """Load, plan and read the rows whose `key_column` is in `keys`, counting them."""
     clear_manifest_cache()  # each scan reads its manifests, as a fresh reader would
     start = time.perf_counter()
     table = catalog.load_table(table_name)
-    tasks = list(table.scan(row_filter=key_filter(keys)).plan_files())
-    rows = sum(batch.num_rows for batch in scan_rows(table, tasks, keys))
+    tasks = list(table.scan(row_filter=key_filter(keys, key_column)).plan_files())
+    rows = sum(batch.num_rows for batch in scan_rows(table, tasks, KeyScan(key_column, keys)))
     return ScanFigures(
         seconds=round(time.perf_counter() - start, 4),
         data_files=len(tasks),
@@ -141,7 +144,7 @@ def run(spec: ScanSpec) -> ScanReport:
         return ScanReport(status="error", error=f"scan: catalog unreachable: {one_line(exc)}")
     report = ScanReport(status="ok")
     try:
-        report.selective = measure_scan(catalog, spec.table, spec.keys)
+        report.selective = measure_scan(catalog, spec.table, spec.keys, spec.key_column)
     except (MemoryError, pa.ArrowMemoryError) as exc:  # RLIMIT_AS: the cap
         report.status, report.error, report.error_kind = "error", f"selective scan: {one_line(exc)}", "memory"
     except Exception as exc:  # a table this reader cannot read: recorded, never a crash

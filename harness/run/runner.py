@@ -389,7 +389,7 @@ class Runner:
                 table=scenario.table_identifier(run_catalog.namespace),
                 writer=plan.writer,
                 operation=feed.operation,
-                key_columns=list(scenario.key_columns),
+                key_columns=[plan.sets[feed.source_set].manifest.key_column],
                 source_dir=plan.sets[feed.source_set].directory,
                 batch_rows=plan.batch_rows,
                 limit_rows=plan.limit_rows,
@@ -482,6 +482,7 @@ class Runner:
             catalog=run_catalog.properties,
             table=scenario.table_identifier(run_catalog.namespace),
             keys=selective_keys(expected.key_ranges or [(0, 0)]),  # (0, 0): an empty table
+            key_column=expected.key_column,
             result_path=work / "scan-result.json",
         )
         spec_path, log = work / "scan-spec.json", work / "scan.log"

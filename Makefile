@@ -6,7 +6,10 @@ STAMP  := $(VENV)/.installed
 
 # make bench PRESET=tiny MEMORY=1g WRITERS=pyiceberg-add-files,pyiceberg-table SCENARIOS=append
 # make bench PRESET=wide MEMORY=4g   (the canonical scale: 1M rows x 400 columns in a 4 GiB cap)
+# make bench SOURCE=~/orders KEY=order_id MEMORY=4g   (your parquet: a file, a folder or a glob)
 PRESET    ?= small
+SOURCE    ?=
+KEY       ?=
 MEMORY    ?= 2g
 WRITERS   ?=
 SCENARIOS ?=
@@ -49,7 +52,8 @@ $(REST_JAR): $(STAMP) compose/rest-catalog/build.sh $(wildcard compose/rest-cata
 rest-catalog: $(REST_JAR)
 
 bench: $(STAMP)
-	$(BIN)/icebench matrix --preset $(PRESET) --memory $(MEMORY) --report $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
+	$(BIN)/icebench matrix $(if $(SOURCE),--source '$(SOURCE)' $(if $(KEY),--key $(KEY)),--preset $(PRESET)) \
+		--memory $(MEMORY) --report $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
 		$(if $(WRITERS),--writers $(WRITERS)) $(if $(SCENARIOS),--scenarios $(SCENARIOS)) \
 		$(if $(SCALE),--scale $(SCALE))
 

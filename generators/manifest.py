@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal, Self
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
@@ -217,6 +218,15 @@ def prepare_dataset_dir(directory: Path) -> None:
     (directory / VERIFIED_FILE).unlink(missing_ok=True)
     for stale in directory.glob("part-*.parquet"):
         stale.unlink()
+
+
+def key_runs(sorted_keys: np.ndarray) -> list[KeyRange]:
+    """Sorted distinct integer keys as inclusive runs of consecutive ones."""
+    if not len(sorted_keys):
+        return []
+    breaks = np.flatnonzero(np.diff(sorted_keys) != 1)
+    starts, ends = np.concatenate([[0], breaks + 1]), np.concatenate([breaks, [len(sorted_keys) - 1]])
+    return [(int(sorted_keys[start]), int(sorted_keys[end])) for start, end in zip(starts, ends, strict=True)]
 
 
 def merge_key_ranges(ranges: list[KeyRange]) -> list[KeyRange]:

@@ -40,10 +40,12 @@ from rich.table import Table
 
 from generators.changes import generate_changes
 from generators.checksum import short_form
-from generators.datasets import data_set
-from generators.manifest import DatasetManifest
+from generators.datasets import DataSet, data_set
+from generators.manifest import MANIFEST_FILE, DatasetManifest
 from generators.presets import PRESETS, get_preset
+from generators.schema import KEY_COLUMN
 from generators.wide import MAX_COLUMNS, MAX_FILES, MAX_FIRST_KEY, MAX_ROWS, generate_base
+from generators.your_data import your_data
 from harness.base.caps import ISOLATIONS, check_cap_fits, format_size, parse_size, resolve_isolation
 from harness.base.errors import IcebenchError, IcebenchWarning, failure_line, first_error, warn
 from harness.base.ownership import owned
@@ -74,6 +76,7 @@ from harness.run.matrix import (
     load_matrix_config,
     prepare_data,
     run_matrix,
+    your_scenarios,
 )
 from harness.run.rounds import RoundsConfig, load_rounds_config, run_rounds
 from harness.run.runner import Runner, RunPlan
@@ -462,10 +465,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--scenario", required=True, help=one_of(scenarios()))
     run.add_argument("--writer", required=True, help=one_of(writers()))
     run.add_argument("--preset", default="tiny", help=f"{one_of(PRESETS)} (default tiny)")
+    _add_source(run)
     run.add_argument(
-        "--source", type=_folder, help="generated set to feed the writer instead of the preset's"
+        "--base", metavar="PATH", help="the set the table holds before (replace, upsert), as --source"
     )
-    run.add_argument("--base", type=_folder, help="generated set the table holds before (replace, upsert)")
     _common(run)
 
     report = commands.add_parser("report", help="report.html + report.md with plots, next to the results")
@@ -527,6 +530,16 @@ def _add_generate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     gen.add_argument("--config", type=_config_file, help="TOML file with a [settings] table")
 
 
+def _add_source(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--source", metavar="PATH",
+        help="your parquet set instead of a preset's: a file, a folder or a glob (or a generated set)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--key", metavar="COL", help="your set's key column, unique and never null (default id)"
+    )
+
+
 def _add_matrix_and_scale(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     matrix = commands.add_parser("matrix", help="every scenario x writer (x preset), with a summary table")
     matrix.add_argument(
@@ -559,6 +572,7 @@ def _add_matrix_and_scale(commands: argparse._SubParsersAction[argparse.Argument
         help="the writers on the scale axis (default: the matrix's; alone, over 50,100,200 batches)",
     )
     matrix.add_argument("--report", action="store_true", help="end by writing report.html / report.md")
+    _add_source(matrix)
     _common(matrix)
 
     scale = commands.add_parser(
@@ -737,16 +751,29 @@ def _base_set(args: argparse.Namespace) -> dict[str, int]:
     return {"rows": rows, "columns": columns, "files": files, "seed": args.seed, "first_key": args.first_key}
 
 
+def _key_needs_source(args: argparse.Namespace) -> None:
+    if args.key is not None and args.source is None:
+        raise IcebenchError(
+            f"--key {args.key}: it names your data's key column; give your data with --source"
+        )
+
+
 def _run_sets(args: argparse.Namespace, settings: Settings) -> tuple[str, DataSets]:
     scenario = get_scenario(args.scenario)()
+    _key_needs_source(args)
     if args.source is None and args.base is None:
         return args.preset, prepare_data(settings, args.preset, list(scenario.needs), RichEvents())
-    if args.source is None or (scenario.initial_set and args.base is None):
-        needed = "--source and --base" if scenario.initial_set else "--source"
-        raise IcebenchError(f"scenario {scenario.name} with your own data needs {needed}")
-    sets = {scenario.source_set: data_set(args.source)}
+    if args.source is None:
+        raise IcebenchError(f"--base {args.base}: give the set the writer is fed with --source too")
+    if scenario.initial_set and args.base is None:
+        raise IcebenchError(
+            f"--source {args.source}: scenario {scenario.name} also needs the table's set before, --base"
+        )
+    if args.base is not None and not scenario.initial_set:
+        raise IcebenchError(f"--base {args.base}: scenario {scenario.name} starts from an empty table")
+    sets = {scenario.source_set: _your_set("--source", args.source, args.key, settings)}
     if scenario.initial_set:
-        sets[scenario.initial_set] = data_set(args.base)
+        sets[scenario.initial_set] = _your_set("--base", args.base, args.key, settings)
         source = sets[scenario.source_set].manifest
         if source.kind == "changes" and source.base_checksum != sets[scenario.initial_set].manifest.checksum:
             raise IcebenchError(f"change set {args.source} was not made from base set {args.base}")
@@ -756,6 +783,22 @@ def _run_sets(args: argparse.Namespace, settings: Settings) -> tuple[str, DataSe
             f"(icebench generate --changes-of BASE)"
         )
     return "custom", sets
+
+
+def _your_set(flag: str, path: str, key: str | None, settings: Settings) -> DataSet:
+    """A set icebench generated (a folder with its manifest.json), or your own parquet files, whose
+    manifest icebench derives once into its data cache."""
+    if not path.strip():
+        raise IcebenchError(f"{flag}: the path is empty; give a parquet file, a folder or a glob")
+    if (Path(path) / MANIFEST_FILE).is_file():
+        generated = data_set(Path(path))
+        if key is not None and key != generated.manifest.key_column:
+            raise IcebenchError(
+                f"--key {key}: the generated set {path} is keyed by {generated.manifest.key_column}"
+            )
+        return generated
+    with RichEvents().generating() as progress:
+        return your_data(path, key or KEY_COLUMN, settings.data_dir, progress)
 
 
 def cmd_run(args: argparse.Namespace) -> None:
@@ -869,7 +912,13 @@ def _with_flags(config: ConfigTable, flags: dict[str, tuple[str, object]]) -> Co
 
 def cmd_matrix(args: argparse.Namespace) -> None:
     settings = _settings(args)
-    config = _with_flags(
+    if args.source is not None and args.preset is not None:
+        raise IcebenchError("--source and --preset: the matrix runs on your data or on a preset, not both")
+    _key_needs_source(args)
+    your_sets = (
+        {"base": _your_set("--source", args.source, args.key, settings)} if args.source is not None else None
+    )
+    asked = _with_flags(
         load_matrix_config(args.config),
         {
             "presets": ("--preset", args.preset),
@@ -879,15 +928,16 @@ def cmd_matrix(args: argparse.Namespace) -> None:
             "batches": ("--batches", args.batches),
             "scale_writers": ("--scale", args.scale),
         },
-    ).resolved()
+    )
+    config = asked.resolved()
+    if your_sets is not None:
+        config = config.model_copy(update={"scenarios": your_scenarios(your_sets, asked.scenarios)})
     axis = f", {len(config.scale_writers)} writers at {config.batches} batches" if config.batches else ""
-    what = (
-        f"{len(config.scenarios)} scenarios x {len(config.writers)} writers x "
-        f"presets {', '.join(config.presets)}, {config.repeat}x each{axis}"
-    )
-    _exit_on_verdict(
-        args, _run_workload("matrix", what, settings, args.report, partial(run_matrix, settings, config))
-    )
+    data = f"your data {args.source}" if your_sets is not None else f"presets {', '.join(config.presets)}"
+    pairs = f"{len(config.scenarios)} scenarios x {len(config.writers)} writers"
+    what = f"{pairs} x {data}, {config.repeat}x each{axis}"
+    workload = partial(run_matrix, settings, config, your_sets=your_sets)
+    _exit_on_verdict(args, _run_workload("matrix", what, settings, args.report, workload))
 
 
 def _run_workload(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlparse
 
+import numpy as np
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
 from pyiceberg.table import Table
@@ -22,6 +23,7 @@ from pyiceberg.types import StringType
 
 from generators.checksum import Checksum
 from generators.datasets import DataSet, DataSets
+from generators.manifest import key_runs
 from generators.schema import EVOLVED_COLUMN
 from generators.source import ParquetSource
 from harness.engines.writers.base import Writer
@@ -64,15 +66,17 @@ def expect_prefix(data: DataSet, rows: int | None) -> Expectation:
         return expect_set(data)
     if rows <= 0:
         return expect_empty()
-    # A prefix's checksum is not in the manifest, so derive it here.
-    checksum = Checksum()
+    # A prefix's checksum and keys are not in the manifest (your set's keys need not follow its
+    # file order), so derive them here.
+    checksum, keys = Checksum(), []
+    key_column = data.manifest.key_column
     for batch in ParquetSource.open(data.directory, 65_536, rows).batches():
         checksum.update(batch)
-    first_key = data.manifest.key_ranges[0][0]
+        keys.append(batch.column(key_column).to_numpy(zero_copy_only=False).astype(np.int64))
     return Expectation(
         rows=rows,
         checksum=checksum.hex,
-        key_ranges=[(first_key, first_key + rows - 1)],
+        key_ranges=key_runs(np.unique(np.concatenate(keys))),
         sources=[RowSource(directory=data.directory, rows=rows)],
         key_column=data.manifest.key_column,
     )

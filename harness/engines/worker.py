@@ -147,11 +147,23 @@ def check_schema(source: ParquetSource, table: Table, table_name: str) -> None:
 
 
 def _normalised(arrow_type: pa.DataType) -> str:
-    if pa.types.is_large_string(arrow_type) or pa.types.is_string_view(arrow_type):
+    """The type as the table's Iceberg type sees it: Arrow's large and view layouts alike, at
+    every level of a struct, list or map."""
+    kind = arrow_type
+    if pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
         return "string"
-    if pa.types.is_timestamp(arrow_type):
-        return f"timestamp[{arrow_type.unit}, utc={arrow_type.tz is not None}]"
-    return str(arrow_type)
+    if pa.types.is_large_binary(kind) or pa.types.is_binary_view(kind):
+        return "binary"
+    if pa.types.is_timestamp(kind):
+        return f"timestamp[{kind.unit}, utc={kind.tz is not None}]"
+    if pa.types.is_struct(kind):
+        fields = (kind.field(index) for index in range(kind.num_fields))
+        return f"struct<{', '.join(f'{field.name}: {_normalised(field.type)}' for field in fields)}>"
+    if pa.types.is_map(kind):
+        return f"map<{_normalised(kind.key_type)}, {_normalised(kind.item_type)}>"
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_list_view(kind):
+        return f"list<{_normalised(kind.value_type)}>"
+    return str(kind)
 
 
 def _classify(exc: BaseException) -> ErrorKind:

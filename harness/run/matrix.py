@@ -153,15 +153,31 @@ def prepare_data(
     return sets
 
 
+def your_scenarios(sets: DataSets, named: list[str]) -> list[str]:
+    """The scenarios a matrix on your own `sets` runs: those named, else the default ones your sets
+    can feed; a named one that needs a set you did not give is a one-line error."""
+    if not named:
+        return [name for name in default_scenarios() if set(get_scenario(name)().needs) <= set(sets)]
+    for name in named:
+        if missing := [need for need in get_scenario(name)().needs if need not in sets]:
+            raise IcebenchError(
+                f"scenario {name} needs the {missing[0]} set, which icebench does not derive from your data "
+                f"yet: with --source the matrix runs {', '.join(your_scenarios(sets, [])) or 'none'}"
+            )
+    return named
+
+
 def run_matrix(
     settings: Settings,
     config: MatrixConfig,
     store: ResultsStore,
     stack: Stack,
     events: MatrixEvents | None = None,
+    your_sets: DataSets | None = None,
 ) -> list[RunRecord]:
     """Every preset x scenario x writer (x repeat) on the whole set, then the scale axis, once per
-    library variant; the records in the order they ran."""
+    library variant; the records in the order they ran. With `your_sets` (--source), on those
+    alone, as preset "custom"."""
     config = config.resolved()
     events = events or MatrixEvents()
     cap = parse_size(settings.memory)
@@ -171,8 +187,8 @@ def run_matrix(
     for variant in variants(settings.library_versions):
         runner = Runner(settings, store, stack, variant, on_progress=events.run_progress)
         label = f" [{variant.label}]" if variant else ""
-        for preset in config.presets:
-            sets = prepare_data(settings, preset, needed, events)
+        for preset in ["custom"] if your_sets is not None else config.presets:
+            sets = your_sets if your_sets is not None else prepare_data(settings, preset, needed, events)
             plans = [  # whole rounds one after the other, so slow spells spread over every pair
                 RunPlan(scenario, writer, preset, sets, settings.batch_rows, cap, repeat=repeat)
                 for repeat in range(config.repeat if config.whole_set else 0)

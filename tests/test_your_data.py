@@ -1,0 +1,239 @@
+"""Your own parquet set (generators/your_data.py): no manifest of icebench's, a key of your naming,
+nested columns; what the oracle needs derived once into the cache; what icebench cannot take
+refused in one line before a writer runs; and a change inside a nested value caught."""
+
+import datetime
+import os
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyiceberg.catalog.sql import SqlCatalog
+
+from generators.checksum import Checksum
+from generators.your_data import SOURCES_FOLDER, source_files, your_data
+from harness.base.errors import SourceError
+from harness.base.results import read_runs
+from harness.cli import main
+from harness.judge.readback import read_content
+from scenarios.base import expect_prefix
+
+ROWS = 3_000
+UTC = datetime.UTC
+ADDRESS = pa.struct([("city", pa.string()), ("zip", pa.string())])
+
+
+def orders(rows: int = ROWS, first: int = 1_000) -> pa.Table:
+    """A data engineer's orders: an integer key of their naming, a struct, a list, a map, a UTC
+    timestamp and a decimal(38, 9), with nulls at every level."""
+    start = datetime.datetime(2026, 1, 1, tzinfo=UTC)
+    return pa.table(
+        {
+            "order_id": pa.array(range(first, first + rows), pa.int64()),
+            "placed_at": pa.array(
+                [start + datetime.timedelta(minutes=i) for i in range(rows)], pa.timestamp("us", tz="UTC")
+            ),
+            "total": pa.array(
+                [Decimal(i) / 100 if i % 11 else None for i in range(rows)], pa.decimal128(38, 9)
+            ),
+            "ship_to": pa.array(
+                [
+                    {"city": "Berlin" if i % 2 else None, "zip": f"{10_000 + i}"} if i % 7 else None
+                    for i in range(rows)
+                ],
+                ADDRESS,
+            ),
+            "items": pa.array(
+                [[f"sku-{i}", None] if i % 3 else ([] if i % 2 else None) for i in range(rows)],
+                pa.list_(pa.string()),
+            ),
+            "attrs": pa.array(
+                [[("gift", f"{i % 2 == 0}")] if i % 5 else None for i in range(rows)],
+                pa.map_(pa.string(), pa.string()),
+            ),
+        }
+    )
+
+
+@pytest.fixture
+def your_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "orders"
+    folder.mkdir()
+    table = orders()
+    pq.write_table(table.slice(0, 1_800), folder / "2026-01.parquet", row_group_size=500)
+    pq.write_table(table.slice(1_800), folder / "2026-02.parquet")
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def _isolated_data(cli_settings):
+    """Commands run through main use the session's data cache and results (cli_settings)."""
+
+
+def run(settings, *args: str) -> int:
+    return main(["run", "--results", str(settings.results_dir), "--memory", "1g", *args])
+
+
+def test_your_parquet_folder_is_appended_and_judged_by_your_key(cli_settings, your_folder: Path):
+    code = run(
+        cli_settings,
+        "--scenario",
+        "append",
+        "--writer",
+        "pyiceberg-add-files",
+        "--source",
+        str(your_folder),
+        "--key",
+        "order_id",
+    )
+    assert code == 0
+    record = read_runs(max(cli_settings.results_dir.iterdir(), key=lambda p: p.stat().st_mtime))[-1]
+    assert record.status == "ok" and record.verdict.passed, record.verdict
+    assert record.rows == ROWS and record.preset == "custom"
+
+
+def test_the_derived_manifest_is_your_sets_truth_and_made_once(cli_settings, your_folder: Path):
+    first = your_data(str(your_folder), "order_id", cli_settings.data_dir)
+    assert first.manifest.rows == ROWS and first.manifest.key_ranges == [(1_000, 1_000 + ROWS - 1)]
+    assert first.manifest.checksum == Checksum.of(orders()).hex
+    assert [Path(entry.name) for entry in first.manifest.files] == source_files(str(your_folder))
+    again = your_data(str(your_folder / "*.parquet"), "order_id", cli_settings.data_dir)
+    assert again.manifest == first.manifest  # a glob of the same files: the same set
+    assert your_data(str(your_folder), "order_id", cli_settings.data_dir).directory == first.directory
+    # A file written since is another set: derived anew, never the stale manifest.
+    changed = your_folder / "2026-02.parquet"
+    pq.write_table(orders(ROWS - 1_800, first=50_000), changed)
+    os.utime(changed, ns=(1, 1))
+    newer = your_data(str(your_folder), "order_id", cli_settings.data_dir)
+    assert newer.directory != first.directory and newer.manifest.checksum != first.manifest.checksum
+    assert (cli_settings.data_dir / SOURCES_FOLDER).is_dir()
+
+
+@pytest.mark.parametrize(
+    ("make", "key", "said"),
+    [
+        (lambda folder: pq.write_table(orders(), folder / "a.parquet"), "id", "key column id is not in"),
+        (
+            lambda folder: _twice(folder),
+            "order_id",
+            "key column order_id is not unique: 10 keys repeat (the first 1000)",
+        ),
+        (
+            lambda folder: pq.write_table(
+                orders().append_column("code", pa.array(["x"] * ROWS)), folder / "a.parquet"
+            ),
+            "code",
+            "key column code is string",
+        ),
+        (
+            lambda folder: pq.write_table(
+                orders().set_column(0, "order_id", pa.array([None] * ROWS, pa.int64())), folder / "a.parquet"
+            ),
+            "order_id",
+            "holds nulls",
+        ),
+        (lambda folder: None, "order_id", "no *.parquet file in that folder"),
+        (lambda folder: _unlike_schemas(folder), "order_id", "its schema differs"),
+    ],
+    ids=["missing key", "repeated key", "string key", "null key", "empty folder", "schemas differ"],
+)
+def test_what_icebench_cannot_take_is_one_line_before_any_writer(
+    cli_settings, capsys, tmp_path: Path, make, key: str, said: str
+):
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    make(folder)
+    code = run(
+        cli_settings,
+        "--scenario",
+        "append",
+        "--writer",
+        "pyiceberg-add-files",
+        "--source",
+        str(folder),
+        "--key",
+        key,
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and said in err[-1], err
+    assert err[-1].startswith("icebench: error: ")
+
+
+def _twice(folder: Path) -> None:
+    pq.write_table(orders(), folder / "a.parquet")
+    pq.write_table(orders(10), folder / "b.parquet")  # keys 1000..1009 again
+
+
+def _unlike_schemas(folder: Path) -> None:
+    pq.write_table(orders(), folder / "a.parquet")
+    pq.write_table(orders(10, first=90_000).drop_columns(["attrs"]), folder / "b.parquet")
+
+
+@pytest.mark.parametrize(
+    ("what", "damage"),
+    [
+        ("a struct field", lambda rows: _replace(rows, "ship_to", 1, {"city": "Bonn", "zip": "10001"})),
+        ("a list element", lambda rows: _replace(rows, "items", 1, ["sku-2", None])),
+        ("a map value", lambda rows: _replace(rows, "attrs", 1, [("gift", "True")])),
+    ],
+)
+def test_a_change_inside_a_nested_value_fails_the_checksum(tmp_path: Path, what: str, damage):
+    """The table's file holds the source's rows but for one nested value: the oracle's read-back
+    no longer reaches the source's checksum."""
+    source = orders(50)
+    catalog = SqlCatalog("icebench", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}/w")
+    catalog.create_namespace("yours")
+    for name, rows in (("intact", source), ("damaged", damage(source))):
+        table = catalog.create_table(f"yours.{name}", schema=source.schema)
+        pq.write_table(rows, tmp_path / f"{name}.parquet")
+        table.add_files([str(tmp_path / f"{name}.parquet")])
+        content = read_content(table, key_column="order_id")
+        assert (content.checksum == Checksum.of(source).hex) == (name == "intact"), what
+
+
+def _replace(rows: pa.Table, column: str, row: int, value: object) -> pa.Table:
+    values = rows.column(column).to_pylist()
+    values[row] = value
+    return rows.set_column(
+        rows.schema.get_field_index(column), column, pa.array(values, rows.schema.field(column).type)
+    )
+
+
+def test_a_path_that_names_nothing_is_said(tmp_path: Path):
+    with pytest.raises(SourceError, match="does not exist"):
+        source_files(str(tmp_path / "nowhere"))
+    with pytest.raises(SourceError, match="matches no file"):
+        source_files(str(tmp_path / "*.parquet"))
+
+
+def test_the_matrix_runs_on_your_data_what_it_can_feed(cli_settings, capsys, your_folder: Path):
+    common = [
+        "matrix",
+        "--results",
+        str(cli_settings.results_dir),
+        "--memory",
+        "1g",
+        "--source",
+        str(your_folder),
+    ]
+    assert main([*common, "--key", "order_id", "--writers", "pyiceberg-add-files"]) == 0
+    records = read_runs(max(cli_settings.results_dir.iterdir(), key=lambda p: p.stat().st_mtime))
+    assert [(r.scenario, r.preset, r.verdict.passed) for r in records] == [("append", "custom", True)]
+    capsys.readouterr()
+    code = main([*common, "--key", "order_id", "--writers", "pyiceberg-add-files", "--scenarios", "upsert"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and "scenario upsert needs the changes set" in err[-1], err
+    assert main([*common, "--preset", "tiny"]) == 2
+
+
+def test_a_prefix_of_your_set_expects_the_keys_it_holds(cli_settings, tmp_path: Path):
+    """Your rows need not come in key order: a writer fed the first rows must hold their keys."""
+    folder = tmp_path / "reversed"
+    folder.mkdir()
+    rows = orders()
+    pq.write_table(rows.take(list(range(ROWS - 1, -1, -1))), folder / "a.parquet")
+    data = your_data(str(folder), "order_id", cli_settings.data_dir)
+    last = 1_000 + ROWS - 1
+    assert expect_prefix(data, 10).key_ranges == [(last - 9, last)]

@@ -210,17 +210,25 @@ def _is_nested(kind: pa.DataType) -> bool:
     return pa.types.is_struct(kind) or pa.types.is_map(kind) or _is_list(kind)
 
 
+_LIST_LAYOUTS = (
+    pa.types.is_list,
+    pa.types.is_large_list,
+    pa.types.is_fixed_size_list,
+    pa.types.is_list_view,
+    pa.types.is_large_list_view,
+)
+_BYTES_LAYOUTS = (
+    pa.types.is_string,
+    pa.types.is_large_string,
+    pa.types.is_string_view,
+    pa.types.is_binary,
+    pa.types.is_large_binary,
+    pa.types.is_binary_view,
+)
+
+
 def _is_list(kind: pa.DataType) -> bool:
-    return any(
-        check(kind)
-        for check in (
-            pa.types.is_list,
-            pa.types.is_large_list,
-            pa.types.is_fixed_size_list,
-            pa.types.is_list_view,
-            pa.types.is_large_list_view,
-        )
-    )
+    return any(check(kind) for check in _LIST_LAYOUTS)
 
 
 def _absorb_nested(states: siphash.States, array: pa.Array, name: str) -> None:
@@ -349,17 +357,7 @@ def decimal_words(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _holds_bytes(kind: pa.DataType) -> bool:
-    return any(
-        check(kind)
-        for check in (
-            pa.types.is_string,
-            pa.types.is_large_string,
-            pa.types.is_string_view,
-            pa.types.is_binary,
-            pa.types.is_large_binary,
-            pa.types.is_binary_view,
-        )
-    )
+    return any(check(kind) for check in _BYTES_LAYOUTS)
 
 
 def _valid_bytes(array: pa.Array) -> np.ndarray:

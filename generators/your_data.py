@@ -58,9 +58,7 @@ def your_data(spec: str, key: str, cache_root: Path, progress: ProgressFactory |
 def source_files(spec: str) -> list[Path]:
     """The parquet files of a file, a folder (its *.parquet, subfolders too) or a glob, sorted."""
     if not spec.strip():
-        raise SourceError(
-            "source: the path is empty; give a parquet file, a folder or a glob"
-        )
+        raise SourceError("source: the path is empty; give a parquet file, a folder or a glob")
     path = Path(spec).expanduser()
     if path.is_file():
         return [path.resolve()]

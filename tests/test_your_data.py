@@ -72,22 +72,27 @@ def _isolated_data(cli_settings):
     """Commands run through main use the session's data cache and results (cli_settings)."""
 
 
-def run(settings, *args: str) -> int:
-    return main(["run", "--results", str(settings.results_dir), "--memory", "1g", *args])
+def append(settings, source: Path, key: str) -> int:
+    """`icebench run` of append by pyiceberg-add-files on `source` keyed by `key`."""
+    where = ["--results", str(settings.results_dir), "--memory", "1g"]
+    return main(
+        [
+            "run",
+            *where,
+            "--scenario",
+            "append",
+            "--writer",
+            "pyiceberg-add-files",
+            "--source",
+            str(source),
+            "--key",
+            key,
+        ]
+    )
 
 
 def test_your_parquet_folder_is_appended_and_judged_by_your_key(cli_settings, your_folder: Path):
-    code = run(
-        cli_settings,
-        "--scenario",
-        "append",
-        "--writer",
-        "pyiceberg-add-files",
-        "--source",
-        str(your_folder),
-        "--key",
-        "order_id",
-    )
+    code = append(cli_settings, your_folder, "order_id")
     assert code == 0
     record = read_runs(max(cli_settings.results_dir.iterdir(), key=lambda p: p.stat().st_mtime))[-1]
     assert record.status == "ok" and record.verdict.passed, record.verdict
@@ -145,17 +150,7 @@ def test_what_icebench_cannot_take_is_one_line_before_any_writer(
     folder = tmp_path / "bad"
     folder.mkdir()
     make(folder)
-    code = run(
-        cli_settings,
-        "--scenario",
-        "append",
-        "--writer",
-        "pyiceberg-add-files",
-        "--source",
-        str(folder),
-        "--key",
-        key,
-    )
+    code = append(cli_settings, folder, key)
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and said in err[-1], err
     assert err[-1].startswith("icebench: error: ")

@@ -17,7 +17,7 @@ from test_checksum_nested import ORDER, ROWS, table_of
 from generators.checksum import Checksum
 from harness.judge.nested import project_nested
 from harness.judge.oracle import schema_check
-from harness.judge.readback import read_content
+from harness.judge.readback import read_content, rows_with_key
 
 
 @pytest.fixture
@@ -84,3 +84,12 @@ def test_the_schema_check_compares_nested_types_whole(catalog: SqlCatalog, tmp_p
     check = schema_check(table, other)
     assert not check.passed
     assert "floor: optional int" in check.reason and "floor: required int" in check.reason
+
+
+def test_the_scans_and_the_trace_of_a_row_read_nested_nulls_too(catalog: SqlCatalog, tmp_path: Path):
+    """The selective scan's reader and rows_with_key (the row a failed checksum names) read whole
+    row groups, nested columns beside flat ones: the same projection."""
+    rows = table_of(ROWS * 3)
+    table = added(catalog, tmp_path, rows)
+    found = rows_with_key(table, 3)
+    assert found.num_rows == 3 and all(order["lines"] is None for order in found.column("order").to_pylist())

@@ -585,9 +585,10 @@ def _add_matrix_and_scale(commands: argparse._SubParsersAction[argparse.Argument
         help=f"a writer, or several comma-separated, {one_of(writers())}",
     )
     scale.add_argument("--scenario", default="append", help="an append-like scenario (default append)")
-    scale.add_argument("--preset", default="small", help=f"{one_of(PRESETS)} (default small)")
+    scale.add_argument("--preset", help=f"{one_of(PRESETS)} (default small)")
     scale.add_argument("--batches", type=_comma_ints, default=[50, 100, 200, 400], metavar="COUNTS")
     scale.add_argument("--report", action="store_true", help="end by writing report.html / report.md")
+    _add_source(scale)
     _common(scale)
 
     rounds = commands.add_parser(
@@ -751,6 +752,18 @@ def _base_set(args: argparse.Namespace) -> dict[str, int]:
     return {"rows": rows, "columns": columns, "files": files, "seed": args.seed, "first_key": args.first_key}
 
 
+def _your_sets(args: argparse.Namespace, settings: Settings) -> DataSets | None:
+    """The matrix's or the scale axis' sets from --source (None: the presets'), in place of a preset."""
+    _key_needs_source(args)
+    if args.source is None:
+        return None
+    if args.preset is not None:
+        raise IcebenchError(
+            f"--source and --preset: {args.command} runs on your data or on a preset, not both"
+        )
+    return {"base": _your_set("--source", args.source, args.key, settings)}
+
+
 def _key_needs_source(args: argparse.Namespace) -> None:
     if args.key is not None and args.source is None:
         raise IcebenchError(
@@ -912,12 +925,7 @@ def _with_flags(config: ConfigTable, flags: dict[str, tuple[str, object]]) -> Co
 
 def cmd_matrix(args: argparse.Namespace) -> None:
     settings = _settings(args)
-    if args.source is not None and args.preset is not None:
-        raise IcebenchError("--source and --preset: the matrix runs on your data or on a preset, not both")
-    _key_needs_source(args)
-    your_sets = (
-        {"base": _your_set("--source", args.source, args.key, settings)} if args.source is not None else None
-    )
+    your_sets = _your_sets(args, settings)
     asked = _with_flags(
         load_matrix_config(args.config),
         {
@@ -977,16 +985,17 @@ def _print_report(report: Report) -> None:
 def cmd_scale(args: argparse.Namespace) -> None:
     """The scale axis alone: each writer at each batch count, no whole-set runs."""
     settings = _settings(args)
+    your_sets = _your_sets(args, settings)
     config = MatrixConfig(
-        presets=[args.preset],
-        scenarios=[args.scenario],
+        presets=[args.preset or "small"],
+        scenarios=your_scenarios(your_sets, [args.scenario]) if your_sets else [args.scenario],
         scale_writers=args.writer,
         batches=args.batches,
         scale_batch_rows=args.batch_rows,  # None: the set over the largest count
         whole_set=False,
     ).resolved()
     with _session(settings) as (store, stack):
-        records = run_matrix(settings, config, store, stack, RichEvents())
+        records = run_matrix(settings, config, store, stack, RichEvents(), your_sets)
     show(*(fit_table(fit) for fit in fits(records)))
     console.print(f"results: {store.folder}")
     if args.report:

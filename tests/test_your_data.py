@@ -232,3 +232,21 @@ def test_a_prefix_of_your_set_expects_the_keys_it_holds(cli_settings, tmp_path: 
     data = your_data(str(folder), "order_id", cli_settings.data_dir)
     last = 1_000 + ROWS - 1
     assert expect_prefix(data, 10).key_ranges == [(last - 9, last)]
+
+
+def test_the_scale_axis_runs_on_your_data(cli_settings, capsys, your_folder: Path):
+    common = [
+        "scale",
+        "--results",
+        str(cli_settings.results_dir),
+        "--memory",
+        "1g",
+        "--writer",
+        "pyiceberg-add-files",
+    ]
+    assert main([*common, "--source", str(your_folder), "--key", "order_id", "--batches", "2,5"]) == 0
+    records = read_runs(max(cli_settings.results_dir.iterdir(), key=lambda p: p.stat().st_mtime))
+    assert [(r.limit_rows, r.verdict.passed) for r in records] == [(2 * 600, True), (5 * 600, True)]
+    capsys.readouterr()
+    assert main([*common, "--source", str(your_folder), "--preset", "tiny"]) == 2
+    assert "--source and --preset" in capsys.readouterr().err

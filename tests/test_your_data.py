@@ -250,3 +250,43 @@ def test_the_scale_axis_runs_on_your_data(cli_settings, capsys, your_folder: Pat
     capsys.readouterr()
     assert main([*common, "--source", str(your_folder), "--preset", "tiny"]) == 2
     assert "--source and --preset" in capsys.readouterr().err
+
+
+def test_a_writer_that_loses_nested_nulls_fails_by_name_and_one_that_keeps_them_passes(
+    cli_settings, tmp_path: Path
+):
+    """A null list of structs: pyiceberg's writer stores an empty list (apache/iceberg-python#3833),
+    add_files of the file as it is keeps the null. The oracle tells them apart."""
+    folder = tmp_path / "lines"
+    folder.mkdir()
+    line = pa.struct([("sku", pa.string()), ("qty", pa.int64())])
+    lines = [None if i % 4 == 0 else [{"sku": f"s{i}", "qty": i}] for i in range(400)]
+    pq.write_table(
+        pa.table({"order_id": pa.array(range(400), pa.int64()), "lines": pa.array(lines, pa.list_(line))}),
+        folder / "a.parquet",
+    )
+    verdicts = {}
+    for writer in ("pyiceberg-add-files", "pyiceberg-table"):
+        where = ["--results", str(cli_settings.results_dir), "--memory", "1g"]
+        main(
+            [
+                "run",
+                *where,
+                "--scenario",
+                "append",
+                "--writer",
+                writer,
+                "--source",
+                str(folder),
+                "--key",
+                "order_id",
+            ]
+        )
+        verdicts[writer] = read_runs(
+            max(cli_settings.results_dir.iterdir(), key=lambda p: p.stat().st_mtime)
+        )[-1].verdict
+    assert verdicts["pyiceberg-add-files"].passed
+    failed = [check for check in verdicts["pyiceberg-table"].checks if not check.passed]
+    assert [check.name for check in failed] == ["content_checksum"]
+    assert failed[0].reason.startswith("key 0: column lines is [], expected None")
+    assert failed[0].upstream == "apache/iceberg-python#3833"

@@ -20,6 +20,11 @@ KNOWN_ISSUES = (
         "upsert after add_column scans with the snapshot's old schema",
     ),
     KnownIssue(
+        r"column \S+ is \[\], expected None",  # content_checksum's first differing row
+        "apache/iceberg-python#3833",
+        "pyiceberg's writer (and its reader) turn a null list of structs into an empty list",
+    ),
+    KnownIssue(
         r"arrow_dataset\.to_table\(\)",
         "dlt-hub/dlt#3752",
         "dlt's Iceberg load materialises the whole load in memory (PR dlt-hub/dlt#3753 streams it)",

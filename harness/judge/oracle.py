@@ -611,6 +611,7 @@ def _content_checksum_check(table: Table, content: TableContent, expected: Expec
     if where:
         ours, theirs = short_form(expected.checksum), short_form(content.checksum)
         check.reason = short_reason(f"{where} (checksum expected {ours}, found {theirs})")
+        check.upstream = known.upstream if (known := match_known_issue(where)) else None
     return check
 
 

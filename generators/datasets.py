@@ -103,7 +103,7 @@ class DataCache:
         for name in sorted(wanted, key=generation_order):
             directory = self._set_folder(preset, name)
             if self._unusable(name, directory) is not None:
-                with _generation_lock(directory):  # another invocation may be making the same set
+                with generation_lock(directory):  # another invocation may be making the same set
                     if (why := self._unusable(name, directory)) is not None:
                         if why:
                             warn(f"cached data set {name}: {why}; generating it again")
@@ -211,7 +211,7 @@ class DataCache:
 
 
 @contextmanager
-def _generation_lock(directory: Path) -> Iterator[None]:
+def generation_lock(directory: Path) -> Iterator[None]:
     """One generator per set across processes; the kernel drops the lock when its holder dies."""
     directory.parent.mkdir(parents=True, exist_ok=True)
     with open(directory.with_name(f".{directory.name}.lock"), "w") as lock:

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from generators.checksum import CHECKSUM_VERSION, Checksum
-from generators.datasets import DataSet, ProgressFactory
+from generators.datasets import DataSet, ProgressFactory, generation_lock
 from generators.manifest import DatasetManifest, FileEntry, ManifestError, file_crc32, key_runs, schema_fields
 from generators.source import row_group_batches
 from harness.base.errors import SourceError, first_line
@@ -40,19 +40,20 @@ def your_data(spec: str, key: str, cache_root: Path, progress: ProgressFactory |
     """The parquet files `spec` names (a file, a folder's *.parquet, or a glob) keyed by `key`."""
     files = source_files(spec)
     folder = cache_root / SOURCES_FOLDER / _identity(spec, files, key)
-    try:
+    with generation_lock(folder):  # another invocation may be deriving the same set
+        try:
+            return DataSet(folder, DatasetManifest.load(folder))
+        except ManifestError:
+            pass
+        staging = folder.with_name(f".{folder.name}.partial-{os.getpid()}")
+        staging.mkdir(parents=True, exist_ok=True)
+        try:
+            _derive(files, key, progress).save(staging)
+            shutil.rmtree(folder, ignore_errors=True)  # a half-made one of a process that died
+            staging.rename(folder)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
         return DataSet(folder, DatasetManifest.load(folder))
-    except ManifestError:
-        pass
-    staging = folder.with_name(f".{folder.name}.partial-{os.getpid()}")
-    staging.mkdir(parents=True, exist_ok=True)
-    try:
-        _derive(files, key, progress).save(staging)
-        shutil.rmtree(folder, ignore_errors=True)
-        staging.rename(folder)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return DataSet(folder, DatasetManifest.load(folder))
 
 
 def source_files(spec: str) -> list[Path]:

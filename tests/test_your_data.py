@@ -72,29 +72,28 @@ def _isolated_data(cli_settings):
     """Commands run through main use the session's data cache and results (cli_settings)."""
 
 
-def append(settings, source: Path, key: str) -> int:
-    """`icebench run` of append by pyiceberg-add-files on `source` keyed by `key`."""
-    where = ["--results", str(settings.results_dir), "--memory", "1g"]
+def command(settings, name: str, *args: str) -> list[str]:
+    """`icebench NAME` with the session's results folder and a 1 GiB cap."""
+    return [name, "--results", str(settings.results_dir), "--memory", "1g", *args]
+
+
+def append(settings, source: Path, key: str, writer: str = "pyiceberg-add-files") -> int:
+    """`icebench run` of append by `writer` on `source` keyed by `key`."""
     return main(
-        [
-            "run",
-            *where,
-            "--scenario",
-            "append",
-            "--writer",
-            "pyiceberg-add-files",
-            "--source",
-            str(source),
-            "--key",
-            key,
-        ]
+        command(
+            settings, "run", "--scenario", "append", "--writer", writer, "--source", str(source), "--key", key
+        )
     )
+
+
+def newest_records(settings) -> list:
+    return read_runs(max(settings.results_dir.iterdir(), key=lambda p: p.stat().st_mtime))
 
 
 def test_your_parquet_folder_is_appended_and_judged_by_your_key(cli_settings, your_folder: Path):
     code = append(cli_settings, your_folder, "order_id")
     assert code == 0
-    record = read_runs(max(cli_settings.results_dir.iterdir(), key=lambda p: p.stat().st_mtime))[-1]
+    record = newest_records(cli_settings)[-1]
     assert record.status == "ok" and record.verdict.passed, record.verdict
     assert record.rows == ROWS and record.preset == "custom"
 
@@ -204,17 +203,9 @@ def test_a_path_that_names_nothing_is_said(tmp_path: Path):
 
 
 def test_the_matrix_runs_on_your_data_what_it_can_feed(cli_settings, capsys, your_folder: Path):
-    common = [
-        "matrix",
-        "--results",
-        str(cli_settings.results_dir),
-        "--memory",
-        "1g",
-        "--source",
-        str(your_folder),
-    ]
+    common = command(cli_settings, "matrix", "--source", str(your_folder))
     assert main([*common, "--key", "order_id", "--writers", "pyiceberg-add-files"]) == 0
-    records = read_runs(max(cli_settings.results_dir.iterdir(), key=lambda p: p.stat().st_mtime))
+    records = newest_records(cli_settings)
     assert [(r.scenario, r.preset, r.verdict.passed) for r in records] == [("append", "custom", True)]
     capsys.readouterr()
     code = main([*common, "--key", "order_id", "--writers", "pyiceberg-add-files", "--scenarios", "upsert"])
@@ -235,17 +226,9 @@ def test_a_prefix_of_your_set_expects_the_keys_it_holds(cli_settings, tmp_path: 
 
 
 def test_the_scale_axis_runs_on_your_data(cli_settings, capsys, your_folder: Path):
-    common = [
-        "scale",
-        "--results",
-        str(cli_settings.results_dir),
-        "--memory",
-        "1g",
-        "--writer",
-        "pyiceberg-add-files",
-    ]
+    common = command(cli_settings, "scale", "--writer", "pyiceberg-add-files")
     assert main([*common, "--source", str(your_folder), "--key", "order_id", "--batches", "2,5"]) == 0
-    records = read_runs(max(cli_settings.results_dir.iterdir(), key=lambda p: p.stat().st_mtime))
+    records = newest_records(cli_settings)
     assert [(r.limit_rows, r.verdict.passed) for r in records] == [(2 * 600, True), (5 * 600, True)]
     capsys.readouterr()
     assert main([*common, "--source", str(your_folder), "--preset", "tiny"]) == 2
@@ -267,24 +250,8 @@ def test_a_writer_that_loses_nested_nulls_fails_by_name_and_one_that_keeps_them_
     )
     verdicts = {}
     for writer in ("pyiceberg-add-files", "pyiceberg-table"):
-        where = ["--results", str(cli_settings.results_dir), "--memory", "1g"]
-        main(
-            [
-                "run",
-                *where,
-                "--scenario",
-                "append",
-                "--writer",
-                writer,
-                "--source",
-                str(folder),
-                "--key",
-                "order_id",
-            ]
-        )
-        verdicts[writer] = read_runs(
-            max(cli_settings.results_dir.iterdir(), key=lambda p: p.stat().st_mtime)
-        )[-1].verdict
+        append(cli_settings, folder, "order_id", writer)
+        verdicts[writer] = newest_records(cli_settings)[-1].verdict
     assert verdicts["pyiceberg-add-files"].passed
     failed = [check for check in verdicts["pyiceberg-table"].checks if not check.passed]
     assert [check.name for check in failed] == ["content_checksum"]

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import hashlib
 import string
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import cache
@@ -186,21 +186,29 @@ def _absorb_column(states: siphash.States, array: pa.Array, name: str) -> None:
     values = _canonical(array)
     tag = _type_tag(values.type)
     header = cell_header(name, tag)
-    match Tag(tag & 0xFF):
-        case Tag.BOOLEAN:
-            bits = np.frombuffer(values.buffers()[1], dtype=np.uint8)
-            as_bytes = np.unpackbits(bits, count=values.offset + len(values), bitorder="little")
-            siphash.absorb_words(states, header, as_bytes[values.offset :], _valid_bytes(values))
-        case Tag.FLOAT:
-            words = _values(values).astype(np.float64, copy=False).view(np.uint64)
-            siphash.absorb_words(states, header, words, _valid_bytes(values))
-        case Tag.DECIMAL:
-            siphash.absorb_word_pairs(states, header, *decimal_words(values), _valid_bytes(values))
-        case Tag.STRING | Tag.BINARY | Tag.FIXED | Tag.UUID:
-            bitmap, offset = _validity(values)
-            siphash.absorb_bytes(states, header, *_offsets_and_data(values), bitmap, offset, *_NO_INDICES)
-        case _:  # integers, and the dates and times stored as them
-            siphash.absorb_words(states, header, _values(values), _valid_bytes(values))
+    kind = Tag(tag & 0xFF)
+    if kind in _BYTES_TAGS:
+        bitmap, offset = _validity(values)
+        siphash.absorb_bytes(states, header, *_offsets_and_data(values), bitmap, offset, *_NO_INDICES)
+    elif kind == Tag.DECIMAL:
+        siphash.absorb_word_pairs(states, header, *decimal_words(values), _valid_bytes(values))
+    else:
+        siphash.absorb_words(states, header, _fixed_width_values(values, kind), _valid_bytes(values))
+
+
+_BYTES_TAGS = (Tag.STRING, Tag.BINARY, Tag.FIXED, Tag.UUID)  # fed as length and bytes
+
+
+def _fixed_width_values(values: pa.Array, kind: Tag) -> np.ndarray:
+    """One number a value (nulls hold whatever their slot held), as absorb_words takes them:
+    booleans 0 or 1 a byte, floats their float64 bits, integers (dates, times) as stored, which
+    the kernel sign-extends."""
+    if kind == Tag.BOOLEAN:
+        bits = np.frombuffer(values.buffers()[1], dtype=np.uint8)
+        return np.unpackbits(bits, count=values.offset + len(values), bitorder="little")[values.offset :]
+    if kind == Tag.FLOAT:
+        return _values(values).astype(np.float64, copy=False).view(np.uint64)
+    return _values(values)
 
 
 # --- nested values: struct, list and map -------------------------------------------------------
@@ -235,75 +243,71 @@ def _absorb_nested(states: siphash.States, array: pa.Array, name: str) -> None:
     """A nested column's non-null cells: the header (the column's name and whole type), the root's
     word, then each node of the type below it in order (_absorb_node)."""
     valid = _valid_bytes(array)
-    header = nested_header(name, _signature(array.type))
-    siphash.absorb_words(states, header, _node_words(array), valid)
+    node = _Node.of(array)
+    siphash.absorb_words(states, nested_header(name, _signature(array.type)), node.words, valid)
     rows = np.arange(len(array), dtype=np.int64)
-    for child, starts, ends in _children(array, rows, rows + valid):  # a null cell: no elements
-        _absorb_node(states, child, starts, ends)
+    node.absorb_children(states, rows, rows + valid)  # a null cell: no elements
 
 
 def _absorb_node(states: siphash.States, array: pa.Array, starts: np.ndarray, ends: np.ndarray) -> None:
     """Elements starts[i] .. ends[i] - 1 of one node of the type into row i: a struct's or a list's
     own words, then its children's in order; a leaf's values, each a validity word then the value."""
     if _is_nested(array.type):
-        siphash.absorb_word_ranges(states, _node_words(array), 1, starts, ends)
-        for child, child_starts, child_ends in _children(array, starts, ends):
-            _absorb_node(states, child, child_starts, child_ends)
+        node = _Node.of(array)
+        siphash.absorb_word_ranges(states, node.words, 1, starts, ends)
+        node.absorb_children(states, starts, ends)
         return
     values = _canonical(array.dictionary_decode() if pa.types.is_dictionary(array.type) else array)
-    tag = Tag(_type_tag(values.type) & 0xFF)
-    if tag in (Tag.STRING, Tag.BINARY, Tag.FIXED, Tag.UUID):
+    kind = Tag(_type_tag(values.type) & 0xFF)
+    if kind in _BYTES_TAGS:
         bitmap, offset = _validity(values)
         siphash.absorb_byte_ranges(states, *_offsets_and_data(values), bitmap, offset, starts, ends)
         return
     valid = _valid_bytes(values).astype(np.uint64)
-    payload = [_fixed_width_word(values, tag)] if tag != Tag.DECIMAL else list(decimal_words(values))
+    if kind == Tag.DECIMAL:
+        payload = list(decimal_words(values))
+    else:  # as a uint64 word, integers sign-extended as the kernel does at the top level
+        payload = [_fixed_width_values(values, kind).astype(np.int64).view(np.uint64)]
     words = np.column_stack([valid, *(word * valid for word in payload)])  # a null: zeros after its 0
     siphash.absorb_word_ranges(states, words.ravel(), words.shape[1], starts, ends)
 
 
-def _fixed_width_word(values: pa.Array, tag: Tag) -> np.ndarray:
-    """One uint64 a value, as a top-level cell feeds it (nulls hold whatever their slot held)."""
-    if tag == Tag.BOOLEAN:
-        bits = np.frombuffer(values.buffers()[1], dtype=np.uint8)
-        return np.unpackbits(bits, count=values.offset + len(values), bitorder="little")[
-            values.offset :
-        ].astype(np.uint64)
-    if tag == Tag.FLOAT:
-        return _values(values).astype(np.float64).view(np.uint64)
-    return _values(values).astype(np.int64).view(np.uint64)  # integers sign-extended
+@dataclass(frozen=True)
+class _Node:
+    """A struct, list or map array opened once: its word per element, its child arrays in order,
+    and (lists, maps) where each element's children start in them."""
 
+    words: np.ndarray
+    children: list[pa.Array]
+    offsets: np.ndarray | None  # None: a struct, whose children are its elements
 
-def _node_words(array: pa.Array) -> np.ndarray:
-    """A struct's or list's word per element: a struct 1 (0 if null), a list or map its length
-    shifted left once, plus 1 (0 if null)."""
-    valid = _valid_bytes(array).astype(np.uint64)
-    if pa.types.is_struct(array.type):
-        return valid
-    return _list_lengths(_as_list(array)).astype(np.uint64) << np.uint64(1) | valid
+    @classmethod
+    def of(cls, array: pa.Array) -> _Node:
+        """A struct 1 (0 if null) an element, its fields by name with its nulls applied; a list or
+        map its length shifted left once, plus 1 (0 if null), its element (a map's key, then its
+        value) over the elements of its lists, nulls holding none."""
+        valid = _valid_bytes(array).astype(np.uint64)
+        kind = array.type
+        if pa.types.is_struct(kind):
+            names = [kind.field(index).name for index in range(kind.num_fields)]
+            children = [
+                child
+                for _, child in sorted(zip(names, array.flatten(), strict=True), key=lambda item: item[0])
+            ]
+            return cls(valid, children, None)
+        as_list = _as_list(array)
+        lengths = pc.list_value_length(as_list).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        elements = pc.list_flatten(as_list)  # a null list's slot emits nothing
+        children = elements.flatten() if pa.types.is_map(kind) else [elements]
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+        return cls(lengths.astype(np.uint64) << np.uint64(1) | valid, children, offsets)
 
-
-def _children(
-    array: pa.Array, starts: np.ndarray, ends: np.ndarray
-) -> Iterator[tuple[pa.Array, np.ndarray, np.ndarray]]:
-    """The child nodes of a struct, list or map, each with its elements' range for every row: a
-    struct's fields by name, with the struct's nulls applied and its ranges; a list's element
-    (a map's key, then its value) over the elements of the row's lists, nulls holding none."""
-    kind = array.type
-    if pa.types.is_struct(kind):
-        fields = [kind.field(index).name for index in range(kind.num_fields)]
-        for _, child in sorted(zip(fields, array.flatten(), strict=True), key=lambda item: item[0]):
-            yield child, starts, ends
-        return
-    as_list = _as_list(array)
-    offsets = np.concatenate([[0], np.cumsum(_list_lengths(as_list))])
-    elements = pc.list_flatten(as_list)  # a null list's slot emits nothing
-    child_starts, child_ends = offsets[starts], offsets[ends]
-    if pa.types.is_map(kind):
-        for child in elements.flatten():  # key, then value
-            yield child, child_starts, child_ends
-        return
-    yield elements, child_starts, child_ends
+    def absorb_children(self, states: siphash.States, starts: np.ndarray, ends: np.ndarray) -> None:
+        """Each child over the elements of this node's elements starts[i] .. ends[i] - 1."""
+        if self.offsets is not None:
+            starts, ends = self.offsets[starts], self.offsets[ends]
+        for child in self.children:
+            _absorb_node(states, child, starts, ends)
 
 
 def _as_list(array: pa.Array) -> pa.Array:
@@ -314,10 +318,6 @@ def _as_list(array: pa.Array) -> pa.Array:
     if pa.types.is_large_list(kind):
         return array
     return array.cast(pa.large_list(kind.value_field))
-
-
-def _list_lengths(as_list: pa.Array) -> np.ndarray:
-    return pc.list_value_length(as_list).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def _signature(kind: pa.DataType) -> str:

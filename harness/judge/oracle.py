@@ -407,11 +407,11 @@ def type_text(kind: IcebergType) -> str:
         )
         return f"struct<{', '.join(fields)}>"
     if isinstance(kind, ListType):
-        element = "required" if kind.element_required else "optional"
-        return f"list<{element} {type_text(kind.element_type)}>"
+        return f"list<{_optionality(kind.element_field)} {type_text(kind.element_type)}>"
     if isinstance(kind, MapType):
-        value = "required" if kind.value_required else "optional"
-        return f"map<{type_text(kind.key_type)}, {value} {type_text(kind.value_type)}>"
+        return (
+            f"map<{type_text(kind.key_type)}, {_optionality(kind.value_field)} {type_text(kind.value_type)}>"
+        )
     return str(kind)
 
 

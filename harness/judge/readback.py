@@ -217,7 +217,6 @@ class _RowGroup:
     task: int  # index into the planned tasks
     index: int  # the row group's number in its file
     rows: int
-    start: int  # the file position of its first row: position deletes count from 0
     # Its rows' positions in it left by the file's position deletes (None: all of them).
     kept: np.ndarray | None = None
 
@@ -286,7 +285,7 @@ def _row_groups(
     for row_group in range(parquet.num_row_groups):
         rows = parquet.metadata.row_group(row_group).num_rows
         kept = _combine_positional_deletes(positions, start, start + rows).to_numpy() if positions else None
-        units.append(_RowGroup(task, row_group, rows, start, kept))
+        units.append(_RowGroup(task, row_group, rows, kept))
         start += rows
     return units
 
@@ -577,7 +576,7 @@ def scan_rows(
     table: Table, tasks: list[FileScanTask], keys: KeyScan | None = None, batch_rows: int = READ_BATCH_ROWS
 ) -> Iterator[pa.RecordBatch]:
     """The rows a pyiceberg reader sees in the planned `tasks` (position deletes applied), whole
-    row groups at a time (the fixed reader of the scans, harness/judge/scan_cost.py); with `keys`,
+    row groups at a time (the selective scan's reader, harness/judge/scan_cost.py); with `keys`,
     only the rows whose key is in that range, and only the row groups whose statistics allow one."""
     yield from _prefetched(_visible_batches(table, tasks, batch_rows, keys), PREFETCH_BATCHES)
 

@@ -56,9 +56,10 @@ def file_crc32(path: Path) -> str:
     return f"{crc:08x}"
 
 
-def file_entry(path: Path, rows: int) -> FileEntry:
-    """What a manifest records of a file just written: its rows, size and CRC-32."""
-    return FileEntry(name=path.name, rows=rows, bytes=path.stat().st_size, crc32=file_crc32(path))
+def file_entry(path: Path, rows: int, name: str | None = None) -> FileEntry:
+    """What a manifest records of a file: its rows, size and CRC-32, under `name` (by default the
+    file's name in the set's folder)."""
+    return FileEntry(name=name or path.name, rows=rows, bytes=path.stat().st_size, crc32=file_crc32(path))
 
 
 def _file_state(path: Path, entry: FileEntry) -> list[int | str]:
@@ -227,6 +228,16 @@ def key_runs(sorted_keys: np.ndarray) -> list[KeyRange]:
     breaks = np.flatnonzero(np.diff(sorted_keys) != 1)
     starts, ends = np.concatenate([[0], breaks + 1]), np.concatenate([breaks, [len(sorted_keys) - 1]])
     return [(int(sorted_keys[start]), int(sorted_keys[end])) for start, end in zip(starts, ends, strict=True)]
+
+
+def repeated_keys(keys: np.ndarray) -> tuple[int, int, int | None]:
+    """(keys that appear more than once, rows beyond each key's first, the smallest such key)."""
+    ordered = np.sort(keys)
+    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+    if not len(repeated):
+        return 0, 0, None
+    distinct = 1 + int(np.count_nonzero(repeated[1:] != repeated[:-1]))  # sorted already: no np.unique
+    return distinct, len(repeated), int(repeated[0])
 
 
 def merge_key_ranges(ranges: list[KeyRange]) -> list[KeyRange]:

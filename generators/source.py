@@ -38,7 +38,7 @@ class ParquetSource:
             if not found.equals(expected):
                 raise SourceError(
                     f"source file {path}: schema differs from {directory}/manifest.json "
-                    f"({_schema_difference(expected, found)})"
+                    f"({schema_difference(expected, found)})"
                 )
         return source
 
@@ -131,7 +131,7 @@ def _read_schema(path: Path) -> pa.Schema:
         raise SourceError(f"source file {path} is not a readable parquet file: {first_line(exc)}") from None
 
 
-def _schema_difference(expected: pa.Schema, found: pa.Schema) -> str:
+def schema_difference(expected: pa.Schema, found: pa.Schema) -> str:
     for field in expected:
         index = found.get_field_index(field.name)
         if index < 0:

@@ -25,8 +25,15 @@ import pyarrow.parquet as pq
 
 from generators.checksum import CHECKSUM_VERSION, Checksum
 from generators.datasets import DataSet, ProgressFactory, generation_lock
-from generators.manifest import DatasetManifest, FileEntry, ManifestError, file_crc32, key_runs, schema_fields
-from generators.source import row_group_batches
+from generators.manifest import (
+    DatasetManifest,
+    ManifestError,
+    file_entry,
+    key_runs,
+    repeated_keys,
+    schema_fields,
+)
+from generators.source import row_group_batches, schema_difference
 from harness.base.errors import SourceError, first_line
 
 SOURCES_FOLDER = "sources"  # under the data cache
@@ -111,8 +118,7 @@ def _derive(files: list[Path], key: str, progress: ProgressFactory | None) -> Da
         seed=0,
         schema_fields=schema_fields(schema),
         files=[
-            FileEntry(name=str(path), rows=rows, bytes=path.stat().st_size, crc32=file_crc32(path))
-            for path, rows in zip(files, rows_per_file, strict=True)
+            file_entry(path, rows, name=str(path)) for path, rows in zip(files, rows_per_file, strict=True)
         ],
         checksum=checksum.hex,
         checksum_version=CHECKSUM_VERSION,
@@ -141,21 +147,11 @@ def _schema_and_rows(files: list[Path]) -> tuple[pa.Schema, list[int]]:
         if schema is None:
             schema = found
         elif not found.equals(schema):
-            difference = _first_difference(schema, found)
+            difference = schema_difference(schema, found)
             raise SourceError(f"source file {path}: its schema differs from {files[0]}'s ({difference})")
         rows.append(metadata.num_rows)
     assert schema is not None
     return schema, rows
-
-
-def _first_difference(one: pa.Schema, other: pa.Schema) -> str:
-    for field in one:
-        if field.name not in other.names:
-            return f"no column {field.name}"
-        if not other.field(field.name).equals(field):
-            return f"column {field.name} is {other.field(field.name).type}, not {field.type}"
-    extra = [name for name in other.names if name not in one.names]
-    return f"extra column {extra[0]}" if extra else "column order"
 
 
 def _check_key(path: Path, schema: pa.Schema, key: str) -> None:
@@ -176,12 +172,12 @@ def _keys_of(path: Path, column: pa.Array, key: str) -> np.ndarray:
     return column.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def _check_unique(sorted_keys: np.ndarray, key: str) -> None:
-    repeated = sorted_keys[1:][sorted_keys[1:] == sorted_keys[:-1]]
-    if len(repeated):
+def _check_unique(keys: np.ndarray, key: str) -> None:
+    distinct, _, smallest = repeated_keys(keys)
+    if distinct:
         raise SourceError(
-            f"key column {key} is not unique: {len(np.unique(repeated)):,} keys repeat "
-            f"(the first {int(repeated[0])}); a key names one row"
+            f"key column {key} is not unique: {distinct:,} keys repeat (the first {smallest}); "
+            "a key names one row"
         )
 
 

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from pyiceberg.table import Table
 
 from generators.checksum import row_hashes
+from generators.manifest import repeated_keys
 from generators.schema import KEY_COLUMN
 from generators.source import ParquetSource
 from harness.base.reasons import counted, some_names
@@ -75,16 +76,6 @@ def first_difference(
     source = sources[int(layers[np.searchsorted(expected.keys, key)])]
     found_row = rows_with_key(table, key, key_column)
     return f"key {key}: {_row_difference(_source_row(source, key, key_column), found_row)}"
-
-
-def repeated_keys(keys: np.ndarray) -> tuple[int, int, int | None]:
-    """(keys that appear more than once, rows beyond each key's first, the smallest such key)."""
-    ordered = np.sort(keys)
-    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
-    if not len(repeated):
-        return 0, 0, None
-    distinct = 1 + int(np.count_nonzero(repeated[1:] != repeated[:-1]))  # sorted already: no np.unique
-    return distinct, len(repeated), int(repeated[0])
 
 
 def repeated_keys_reason(keys: np.ndarray) -> str | None:

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from generators.changes import change_rows, generate_changes
 from generators.checksum import CHECKSUM_VERSION
+from generators.events import generate_events
 from generators.faults import DAMAGES, Damage, damaged_copy, intact_files
 from generators.manifest import MANIFEST_FILE, DatasetManifest, ManifestError
 from generators.presets import Preset
@@ -121,7 +122,7 @@ class DataCache:
             shutil.rmtree(stale, ignore_errors=True)
         staging = directory.with_name(f".{directory.name}.partial-{os.getpid()}")
         try:
-            self._write_set(preset, name, staging, sets, progress)
+            self._write_set(preset, name, staging, sets, progress, directory)
             staging.rename(directory)
         except BaseException as exc:
             shutil.rmtree(staging, ignore_errors=True)
@@ -131,8 +132,21 @@ class DataCache:
             raise
 
     def _write_set(
-        self, preset: Preset, name: str, staging: Path, sets: DataSets, progress: ProgressFactory | None
+        self,
+        preset: Preset,
+        name: str,
+        staging: Path,
+        sets: DataSets,
+        progress: ProgressFactory | None,
+        directory: Path,
     ) -> None:
+        if preset.shape == "events":  # its other sets are derived as from your data (your_changes)
+            if name != "base":
+                raise SourceError(f"preset {preset.name} makes its base set only here, not {name}")
+            advance = progress(f"generate {preset.name}/{name}", preset.rows) if progress else None
+            size = {"rows": preset.rows, "columns": preset.columns, "files": preset.files, "seed": self.seed}
+            generate_events(staging, **size, final=directory, progress=advance)
+            return
         if name.startswith("base-"):
             damaged_copy(sets["base"].directory, staging, cast(Damage, name.removeprefix("base-")))
             return

@@ -7,13 +7,14 @@ import os
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from generators.keys import KeySpace
 from generators.schema import KEY_COLUMN
 
 MANIFEST_FILE = "manifest.json"
@@ -121,7 +122,10 @@ class DatasetManifest(_Model):
     # The generators.checksum algorithm of every checksum here; manifests from before it was
     # recorded hold version 1's.
     checksum_version: int = 1
-    key_column: str = KEY_COLUMN
+    key_columns: list[str] = [KEY_COLUMN]
+    # Ranked keys (generators/keys.py): the files of the key space the key ranges number; none
+    # for the generated sets, whose one integer key is its own number.
+    key_space: list[Path] = []
     key_ranges: list[KeyRange]
     # Change sets only.
     base_checksum: str | None = None
@@ -131,6 +135,19 @@ class DatasetManifest(_Model):
     insert_ratio: float = 0.0
     evolved: bool = False
     expected_after_upsert: Expected | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_key_column(cls, data: Any) -> Any:
+        """Manifests written before composite keys name one `key_column`."""
+        if isinstance(data, dict) and "key_column" in data:
+            data = {**data, "key_columns": [data["key_column"]]}
+            del data["key_column"]
+        return data
+
+    @property
+    def keys(self) -> KeySpace:
+        return KeySpace(tuple(self.key_columns), tuple(self.key_space))
 
     @model_validator(mode="after")
     def _changes_know_their_base(self) -> Self:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from harness.base.errors import close_match
 
@@ -13,6 +14,9 @@ class Preset:
     rows: int
     columns: int
     files: int
+    # wide: an integer key and flat columns (generators/wide.py); events: a string key and every
+    # Iceberg type, nested ones too (generators/events.py).
+    shape: Literal["wide", "events"] = "wide"
 
 
 PRESETS: dict[str, Preset] = {
@@ -24,6 +28,7 @@ PRESETS: dict[str, Preset] = {
         # id + int32, int64, float64, string: no decimals, for library versions that cannot
         # write them (pyiceberg 0.9.1), so their commit costs can still be compared.
         Preset("narrow", rows=100_000, columns=5, files=2),
+        Preset("events", rows=1_000_000, columns=120, files=10, shape="events"),
     )
 }
 

@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager, contextmanager
 from functools import partial
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 
 def _terminated_while_starting(signum: int, _frame: FrameType | None) -> None:
@@ -41,10 +41,12 @@ from rich.table import Table
 from generators.changes import generate_changes
 from generators.checksum import short_form
 from generators.datasets import DataSet, data_set
+from generators.events import generate_events
 from generators.manifest import MANIFEST_FILE, DatasetManifest
 from generators.presets import PRESETS, get_preset
 from generators.schema import KEY_COLUMN
 from generators.wide import MAX_COLUMNS, MAX_FILES, MAX_FIRST_KEY, MAX_ROWS, generate_base
+from generators.your_changes import sets_of_yours
 from generators.your_data import your_data
 from harness.base.caps import ISOLATIONS, check_cap_fits, format_size, parse_size, resolve_isolation
 from harness.base.errors import IcebenchError, IcebenchWarning, failure_line, first_error, warn
@@ -536,8 +538,21 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
         help="your parquet set instead of a preset's: a file, a folder or a glob (or a generated set)",
     )  # fmt: skip
     parser.add_argument(
-        "--key", metavar="COL", help="your set's key column, unique and never null (default id)"
-    )
+        "--key", metavar="COL[,COL]", type=_names,
+        help="your set's key: one column or several, unique and never null (default id)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--changes", metavar="PATH",
+        help="your change set for upsert, keyed as --source (default: derived from --source)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--update-ratio", type=_within(Settings, "update_ratio"),
+        help="the derived change set's updates, a share of your rows (default 0.2)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--insert-ratio", type=_within(Settings, "insert_ratio"),
+        help="the derived change set's new keys, a share of your rows (default 0.1)",
+    )  # fmt: skip
 
 
 def _add_matrix_and_scale(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -657,6 +672,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         results_dir=args.results,
         keep_warehouse=args.keep_warehouse,
         scan_cost=args.scan_cost,
+        update_ratio=getattr(args, "update_ratio", None),
+        insert_ratio=getattr(args, "insert_ratio", None),
     )
     check_engines(settings.engines, _engine_models())
     get_verifier(settings.verify_with)
@@ -707,7 +724,12 @@ def cmd_generate(args: argparse.Namespace) -> None:
     else:
         base = _base_set(args)
         with generation_progress() as progress:
-            manifest = generate_base(args.out, **base, progress=progress("rows", base["rows"]))
+            advance = progress("rows", base["rows"])
+            if args.preset and get_preset(args.preset).shape == "events":
+                size = {name: base[name] for name in ("rows", "columns", "files", "seed")}
+                manifest = generate_events(args.out, **size, final=args.out.resolve(), progress=advance)
+            else:
+                manifest = generate_base(args.out, **base, progress=advance)
     console.print(
         f"wrote {manifest.rows} rows x {manifest.columns} columns in {len(manifest.files)} files "
         f"to {args.out} (checksum {short_form(manifest.checksum)})"
@@ -752,8 +774,9 @@ def _base_set(args: argparse.Namespace) -> dict[str, int]:
     return {"rows": rows, "columns": columns, "files": files, "seed": args.seed, "first_key": args.first_key}
 
 
-def _your_sets(args: argparse.Namespace, settings: Settings) -> DataSets | None:
-    """The matrix's or the scale axis' sets from --source (None: the presets'), in place of a preset."""
+def _your_sets(args: argparse.Namespace, settings: Settings, scenario_names: list[str]) -> DataSets | None:
+    """The matrix's or the scale axis' sets from --source (None: the presets'), in place of a
+    preset's: your set and what `scenario_names` need derived from it."""
     _key_needs_source(args)
     if args.source is None:
         return None
@@ -761,14 +784,26 @@ def _your_sets(args: argparse.Namespace, settings: Settings) -> DataSets | None:
         raise IcebenchError(
             f"--source and --preset: {args.command} runs on your data or on a preset, not both"
         )
-    return {"base": _your_set("--source", args.source, args.key, settings)}
+    needs = {need for name in scenario_names for need in get_scenario(name)().needs}
+    return _derived_sets(args, settings, needs)
+
+
+def _derived_sets(args: argparse.Namespace, settings: Settings, needs: set[str]) -> DataSets:
+    """Your set as `base`, and the `changes` and `replacement` sets derived from it when needed."""
+    base = _your_set("--source", args.source, args.key, settings)
+    changes = None
+    if "changes" in needs and args.changes is not None:
+        changes = _your_set("--changes", args.changes, args.key, settings, base, "changes")
+    with RichEvents().generating() as progress:
+        ratios = (settings.update_ratio, settings.insert_ratio)
+        return sets_of_yours(base, needs, settings.seed, ratios, progress, changes)
 
 
 def _key_needs_source(args: argparse.Namespace) -> None:
-    if args.key is not None and args.source is None:
-        raise IcebenchError(
-            f"--key {args.key}: it names your data's key column; give your data with --source"
-        )
+    for flag, value in (("--key", args.key), ("--changes", args.changes)):
+        if value is not None and args.source is None:
+            shown = ",".join(value) if isinstance(value, list) else value
+            raise IcebenchError(f"{flag} {shown}: it is about your data; give your data with --source")
 
 
 def _run_sets(args: argparse.Namespace, settings: Settings) -> tuple[str, DataSets]:
@@ -778,40 +813,44 @@ def _run_sets(args: argparse.Namespace, settings: Settings) -> tuple[str, DataSe
         return args.preset, prepare_data(settings, args.preset, list(scenario.needs), RichEvents())
     if args.source is None:
         raise IcebenchError(f"--base {args.base}: give the set the writer is fed with --source too")
-    if scenario.initial_set and args.base is None:
-        raise IcebenchError(
-            f"--source {args.source}: scenario {scenario.name} also needs the table's set before, --base"
-        )
-    if args.base is not None and not scenario.initial_set:
+    if args.base is None:  # your set, and what the scenario needs derived from it
+        your_scenarios([scenario.name])
+        return "custom", _derived_sets(args, settings, set(scenario.needs))
+    if not scenario.initial_set:
         raise IcebenchError(f"--base {args.base}: scenario {scenario.name} starts from an empty table")
-    sets = {scenario.source_set: _your_set("--source", args.source, args.key, settings)}
-    if scenario.initial_set:
-        sets[scenario.initial_set] = _your_set("--base", args.base, args.key, settings)
-        source = sets[scenario.source_set].manifest
-        if source.kind == "changes" and source.base_checksum != sets[scenario.initial_set].manifest.checksum:
-            raise IcebenchError(f"change set {args.source} was not made from base set {args.base}")
-    if scenario.name.endswith("upsert") and sets[scenario.source_set].manifest.kind != "changes":
+    base = _your_set("--base", args.base, args.key, settings)
+    kind = "changes" if scenario.operation == Operation.UPSERT else "base"
+    source = _your_set("--source", args.source, args.key, settings, base, kind)
+    if source.manifest.kind == "changes" and source.manifest.base_checksum != base.manifest.checksum:
+        raise IcebenchError(f"change set {args.source} was not made from base set {args.base}")
+    if scenario.operation == Operation.UPSERT and source.manifest.kind != "changes":
         raise IcebenchError(
             f"source {args.source} is a base set; {scenario.name} needs a change set "
             f"(icebench generate --changes-of BASE)"
         )
-    return "custom", sets
+    return "custom", {scenario.source_set: source, scenario.initial_set: base}
 
 
-def _your_set(flag: str, path: str, key: str | None, settings: Settings) -> DataSet:
+def _your_set(
+    flag: str,
+    path: str,
+    key: list[str] | None,
+    settings: Settings,
+    base: DataSet | None = None,
+    kind: Literal["base", "changes"] = "base",
+) -> DataSet:
     """A set icebench generated (a folder with its manifest.json), or your own parquet files, whose
-    manifest icebench derives once into its data cache."""
+    manifest icebench derives once into its data cache (numbered against `base`'s keys if given)."""
     if not path.strip():
         raise IcebenchError(f"{flag}: the path is empty; give a parquet file, a folder or a glob")
     if (Path(path) / MANIFEST_FILE).is_file():
         generated = data_set(Path(path))
-        if key is not None and key != generated.manifest.key_column:
-            raise IcebenchError(
-                f"--key {key}: the generated set {path} is keyed by {generated.manifest.key_column}"
-            )
+        if key is not None and key != list(generated.manifest.key_columns):
+            keyed = ",".join(generated.manifest.key_columns)
+            raise IcebenchError(f"--key {','.join(key)}: the generated set {path} is keyed by {keyed}")
         return generated
     with RichEvents().generating() as progress:
-        return your_data(path, key or KEY_COLUMN, settings.data_dir, progress)
+        return your_data(path, key or [KEY_COLUMN], settings.data_dir, progress, base, kind)
 
 
 def cmd_run(args: argparse.Namespace) -> None:
@@ -925,7 +964,6 @@ def _with_flags(config: ConfigTable, flags: dict[str, tuple[str, object]]) -> Co
 
 def cmd_matrix(args: argparse.Namespace) -> None:
     settings = _settings(args)
-    your_sets = _your_sets(args, settings)
     asked = _with_flags(
         load_matrix_config(args.config),
         {
@@ -938,8 +976,9 @@ def cmd_matrix(args: argparse.Namespace) -> None:
         },
     )
     config = asked.resolved()
-    if your_sets is not None:
-        config = config.model_copy(update={"scenarios": your_scenarios(your_sets, asked.scenarios)})
+    if args.source is not None or any(get_preset(name).shape == "events" for name in config.presets):
+        config = config.model_copy(update={"scenarios": your_scenarios(asked.scenarios)})
+    your_sets = _your_sets(args, settings, config.scenarios)
     axis = f", {len(config.scale_writers)} writers at {config.batches} batches" if config.batches else ""
     data = f"your data {args.source}" if your_sets is not None else f"presets {', '.join(config.presets)}"
     pairs = f"{len(config.scenarios)} scenarios x {len(config.writers)} writers"
@@ -985,10 +1024,11 @@ def _print_report(report: Report) -> None:
 def cmd_scale(args: argparse.Namespace) -> None:
     """The scale axis alone: each writer at each batch count, no whole-set runs."""
     settings = _settings(args)
-    your_sets = _your_sets(args, settings)
+    scenario_names = your_scenarios([args.scenario]) if args.source is not None else [args.scenario]
+    your_sets = _your_sets(args, settings, scenario_names)
     config = MatrixConfig(
         presets=[args.preset or "small"],
-        scenarios=your_scenarios(your_sets, [args.scenario]) if your_sets else [args.scenario],
+        scenarios=scenario_names,
         scale_writers=args.writer,
         batches=args.batches,
         scale_batch_rows=args.batch_rows,  # None: the set over the largest count

@@ -98,7 +98,9 @@ class Expectation(BaseModel):
     key_ranges: KeyRanges
     gone_key_ranges: KeyRanges = []
     sources: list[RowSource] | None = None
-    key_column: str = "id"  # the sets' key (DatasetManifest.key_column): keys, scans, differences
+    # The sets' key (DatasetManifest.key_columns and key_space): keys, scans, differences.
+    key_columns: list[str] = ["id"]
+    key_space: list[Path] = []
 
 
 class Rendezvous(BaseModel):

@@ -23,7 +23,7 @@ from pyiceberg.types import StringType
 
 from generators.checksum import Checksum
 from generators.datasets import DataSet, DataSets
-from generators.manifest import key_runs
+from generators.manifest import DatasetManifest, key_runs
 from generators.schema import EVOLVED_COLUMN
 from generators.source import ParquetSource
 from harness.engines.writers.base import Writer
@@ -38,7 +38,7 @@ def expect_set(data: DataSet) -> Expectation:
         checksum=manifest.checksum,
         key_ranges=list(manifest.key_ranges),
         sources=[RowSource(directory=data.directory)],
-        key_column=manifest.key_column,
+        **keyed_by(manifest),
     )
 
 
@@ -56,7 +56,7 @@ def expect_upserted(base: DataSet, changes: DataSet) -> Expectation:
         checksum=after.checksum,
         key_ranges=list(after.key_ranges),
         sources=[RowSource(directory=base.directory), RowSource(directory=changes.directory)],
-        key_column=base.manifest.key_column,
+        **keyed_by(changes.manifest),
     )
 
 
@@ -68,18 +68,23 @@ def expect_prefix(data: DataSet, rows: int | None) -> Expectation:
         return expect_empty()
     # A prefix's checksum and keys are not in the manifest (your set's keys need not follow its
     # file order), so derive them here.
-    checksum, keys = Checksum(), []
-    key_column = data.manifest.key_column
+    checksum, numbers = Checksum(), []
+    space = data.manifest.keys
     for batch in ParquetSource.open(data.directory, 65_536, rows).batches():
         checksum.update(batch)
-        keys.append(batch.column(key_column).to_numpy(zero_copy_only=False).astype(np.int64))
+        numbers.append(space.numbers(batch))
     return Expectation(
         rows=rows,
         checksum=checksum.hex,
-        key_ranges=key_runs(np.unique(np.concatenate(keys))),
+        key_ranges=key_runs(np.unique(np.concatenate(numbers))),
         sources=[RowSource(directory=data.directory, rows=rows)],
-        key_column=data.manifest.key_column,
+        **keyed_by(data.manifest),
     )
+
+
+def keyed_by(manifest: DatasetManifest) -> dict[str, Any]:
+    """An expectation's key fields: the set's key columns and the key space its ranges number."""
+    return {"key_columns": list(manifest.key_columns), "key_space": list(manifest.key_space)}
 
 
 def expect_both(one: Expectation, other: Expectation) -> Expectation:
@@ -91,7 +96,8 @@ def expect_both(one: Expectation, other: Expectation) -> Expectation:
         key_ranges=one.key_ranges + other.key_ranges,
         gone_key_ranges=one.gone_key_ranges + other.gone_key_ranges,
         sources=None if one.sources is None or other.sources is None else one.sources + other.sources,
-        key_column=one.key_column,
+        key_columns=one.key_columns,
+        key_space=one.key_space,
     )
 
 

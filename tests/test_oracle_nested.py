@@ -15,6 +15,7 @@ from pyiceberg.types import LongType, NestedField, StructType
 from test_checksum_nested import ORDER, ROWS, table_of
 
 from generators.checksum import Checksum
+from generators.keys import KeyScan
 from harness.judge.nested import project_nested
 from harness.judge.oracle import schema_check
 from harness.judge.readback import read_content, rows_with_key
@@ -91,5 +92,5 @@ def test_the_scans_and_the_trace_of_a_row_read_nested_nulls_too(catalog: SqlCata
     row groups, nested columns beside flat ones: the same projection."""
     rows = table_of(ROWS * 3)
     table = added(catalog, tmp_path, rows)
-    found = rows_with_key(table, 3)
+    found = rows_with_key(table, KeyScan.of_range("id", 3, 3))
     assert found.num_rows == 3 and all(order["lines"] is None for order in found.column("order").to_pylist())

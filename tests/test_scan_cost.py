@@ -17,6 +17,7 @@ from pyiceberg.table.snapshots import Operation
 from pyiceberg.table.update.snapshot import _FastAppendFiles
 from pyiceberg.typedef import Record
 
+from generators.keys import KeySpace
 from generators.schema import KEY_COLUMN
 from harness.base.results import ResultsStore, read_report
 from harness.base.settings import load_settings
@@ -26,11 +27,12 @@ from harness.judge.readback import _Clock, _prefetched, _read_ahead, _timed, rea
 from harness.judge.scan_cost import (
     FULL_SCAN_ERROR,
     SCAN_PROGRAM,
+    SELECTIVE_FRACTION,
     ScanReport,
     ScanSpec,
     both_scans,
     full_scan_figures,
-    selective_keys,
+    key_span,
 )
 from harness.run.classify import scan_figures
 from harness.run.runner import Runner, RunPlan
@@ -79,10 +81,16 @@ def test_scan_cost_off_measures_nothing(settings, tiny_sets):
     assert not list((runner.store.folder / "work").glob("*/scan-spec.json"))
 
 
+def selective(ranges: list[tuple[int, int]]) -> tuple[int, int]:
+    (bounds,) = KeySpace().selective(key_span(ranges), SELECTIVE_FRACTION).bounds
+    return bounds[1], bounds[2]
+
+
 def test_selective_keys_are_the_first_percent_of_the_span():
-    assert selective_keys([(0, 9_999)]) == (0, 99)
-    assert selective_keys([(0, 9_999), (10_000, 10_999)]) == (0, 109)  # base and inserted keys
-    assert selective_keys([(5, 7)]) == (5, 5)  # at least one key
+    assert selective([(0, 9_999)]) == (0, 99)
+    assert selective([(0, 9_999), (10_000, 10_999)]) == (0, 109)  # base and inserted keys
+    assert selective([(5, 7)]) == (5, 5)  # at least one key
+    assert selective([]) == (0, 0)  # an empty table: one key, none found
 
 
 # --- A table pyiceberg 0.12 cannot plan: an equality delete file -----------------------------

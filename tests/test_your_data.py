@@ -13,6 +13,7 @@ import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
 from generators.checksum import Checksum
+from generators.keys import KEY_SPACE_FILE, KeySpace
 from generators.your_data import SOURCES_FOLDER, source_files, your_data
 from harness.base.errors import SourceError
 from harness.base.results import read_runs
@@ -99,18 +100,22 @@ def test_your_parquet_folder_is_appended_and_judged_by_your_key(cli_settings, yo
 
 
 def test_the_derived_manifest_is_your_sets_truth_and_made_once(cli_settings, your_folder: Path):
-    first = your_data(str(your_folder), "order_id", cli_settings.data_dir)
-    assert first.manifest.rows == ROWS and first.manifest.key_ranges == [(1_000, 1_000 + ROWS - 1)]
+    first = your_data(str(your_folder), ["order_id"], cli_settings.data_dir)
+    # Your keys are ranked in file order: the keys file in the set's folder numbers them.
+    assert first.manifest.rows == ROWS and first.manifest.key_ranges == [(0, ROWS - 1)]
+    assert first.manifest.key_space == [first.directory / KEY_SPACE_FILE]
+    assert first.manifest.keys.values([0, ROWS - 1]) == [{"order_id": 1_000}, {"order_id": 1_000 + ROWS - 1}]
     assert first.manifest.checksum == Checksum.of(orders()).hex
     assert [Path(entry.name) for entry in first.manifest.files] == source_files(str(your_folder))
-    again = your_data(str(your_folder / "*.parquet"), "order_id", cli_settings.data_dir)
-    assert again.manifest == first.manifest  # a glob of the same files: the same set
-    assert your_data(str(your_folder), "order_id", cli_settings.data_dir).directory == first.directory
+    again = your_data(str(your_folder / "*.parquet"), ["order_id"], cli_settings.data_dir)
+    # A glob of the same files: the same set (in a folder of its own, its keys file there).
+    assert again.manifest.model_copy(update={"key_space": first.manifest.key_space}) == first.manifest
+    assert your_data(str(your_folder), ["order_id"], cli_settings.data_dir).directory == first.directory
     # A file written since is another set: derived anew, never the stale manifest.
     changed = your_folder / "2026-02.parquet"
     pq.write_table(orders(ROWS - 1_800, first=50_000), changed)
     os.utime(changed, ns=(1, 1))
-    newer = your_data(str(your_folder), "order_id", cli_settings.data_dir)
+    newer = your_data(str(your_folder), ["order_id"], cli_settings.data_dir)
     assert newer.directory != first.directory and newer.manifest.checksum != first.manifest.checksum
     assert (cli_settings.data_dir / SOURCES_FOLDER).is_dir()
 
@@ -122,14 +127,14 @@ def test_the_derived_manifest_is_your_sets_truth_and_made_once(cli_settings, you
         (
             lambda folder: _twice(folder),
             "order_id",
-            "key column order_id is not unique: 10 keys repeat (the first 1000)",
+            "key order_id is not unique: 10 keys repeat (one is order_id=100",
         ),
         (
             lambda folder: pq.write_table(
-                orders().append_column("code", pa.array(["x"] * ROWS)), folder / "a.parquet"
+                orders().append_column("score", pa.array([0.5] * ROWS)), folder / "a.parquet"
             ),
-            "code",
-            "key column code is string",
+            "score",
+            "key column score is double: an Iceberg key (identifier field) is a primitive column",
         ),
         (
             lambda folder: pq.write_table(
@@ -141,7 +146,7 @@ def test_the_derived_manifest_is_your_sets_truth_and_made_once(cli_settings, you
         (lambda folder: None, "order_id", "no *.parquet file in that folder"),
         (lambda folder: _unlike_schemas(folder), "order_id", "its schema differs"),
     ],
-    ids=["missing key", "repeated key", "string key", "null key", "empty folder", "schemas differ"],
+    ids=["missing key", "repeated key", "float key", "null key", "empty folder", "schemas differ"],
 )
 def test_what_icebench_cannot_take_is_one_line_before_any_writer(
     cli_settings, capsys, tmp_path: Path, make, key: str, said: str
@@ -183,7 +188,7 @@ def test_a_change_inside_a_nested_value_fails_the_checksum(tmp_path: Path, what:
         table = catalog.create_table(f"yours.{name}", schema=source.schema)
         pq.write_table(rows, tmp_path / f"{name}.parquet")
         table.add_files([str(tmp_path / f"{name}.parquet")])
-        content = read_content(table, key_column="order_id")
+        content = read_content(table, keys=KeySpace(("order_id",)))
         assert (content.checksum == Checksum.of(source).hex) == (name == "intact"), what
 
 
@@ -206,11 +211,27 @@ def test_the_matrix_runs_on_your_data_what_it_can_feed(cli_settings, capsys, you
     common = command(cli_settings, "matrix", "--source", str(your_folder))
     assert main([*common, "--key", "order_id", "--writers", "pyiceberg-add-files"]) == 0
     records = newest_records(cli_settings)
-    assert [(r.scenario, r.preset, r.verdict.passed) for r in records] == [("append", "custom", True)]
+    # The change set and the replacement are derived from your set (generators/your_changes.py).
+    assert [(r.scenario, r.preset, r.status) for r in records] == [
+        ("append", "custom", "ok"),
+        ("replace", "custom", "ok"),
+        ("upsert", "custom", "unsupported"),
+    ]
+    assert all(r.verdict.passed for r in records if r.status == "ok")
     capsys.readouterr()
-    code = main([*common, "--key", "order_id", "--writers", "pyiceberg-add-files", "--scenarios", "upsert"])
+    code = main(
+        [
+            *common,
+            "--key",
+            "order_id",
+            "--writers",
+            "pyiceberg-add-files",
+            "--scenarios",
+            "schema-evolution-upsert",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and "scenario upsert needs the changes set" in err[-1], err
+    assert code == 2 and "scenario schema-evolution-upsert needs the changes-evolved set" in err[-1], err
     assert main([*common, "--preset", "tiny"]) == 2
 
 
@@ -220,9 +241,12 @@ def test_a_prefix_of_your_set_expects_the_keys_it_holds(cli_settings, tmp_path: 
     folder.mkdir()
     rows = orders()
     pq.write_table(rows.take(list(range(ROWS - 1, -1, -1))), folder / "a.parquet")
-    data = your_data(str(folder), "order_id", cli_settings.data_dir)
+    data = your_data(str(folder), ["order_id"], cli_settings.data_dir)
     last = 1_000 + ROWS - 1
-    assert expect_prefix(data, 10).key_ranges == [(last - 9, last)]
+    prefix = expect_prefix(data, 10)
+    assert data.manifest.keys.values(list(range(prefix.key_ranges[0][0], prefix.key_ranges[0][1] + 1))) == [
+        {"order_id": key} for key in range(last, last - 10, -1)
+    ]
 
 
 def test_the_scale_axis_runs_on_your_data(cli_settings, capsys, your_folder: Path):
@@ -255,5 +279,64 @@ def test_a_writer_that_loses_nested_nulls_fails_by_name_and_one_that_keeps_them_
     assert verdicts["pyiceberg-add-files"].passed
     failed = [check for check in verdicts["pyiceberg-table"].checks if not check.passed]
     assert [check.name for check in failed] == ["content_checksum"]
-    assert failed[0].reason.startswith("key 0: column lines is [], expected None")
+    assert failed[0].reason.startswith("key order_id=0: column lines is [], expected None")
     assert failed[0].upstream == "apache/iceberg-python#3833"
+
+
+def string_keyed(rows: int = ROWS) -> pa.Table:
+    """orders() keyed as a shop keys them: `ORD-00001000`, ..., not in key order."""
+    table = orders(rows)
+    keys = pa.array([f"ORD-{key:08d}" for key in table.column("order_id").to_pylist()][::-1])
+    return table.set_column(0, "order_id", keys)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "writer"),
+    [
+        ("append", "pyiceberg-add-files"),
+        ("replace", "pyiceberg-add-files"),
+        ("replace", "pyiceberg-table"),
+        ("upsert", "pyiceberg-rewrite-add-files"),
+        ("upsert", "pyiceberg-table"),
+    ],
+)
+def test_your_string_keyed_set_is_appended_replaced_and_upserted(
+    cli_settings, tmp_path: Path, scenario: str, writer: str
+):
+    """No manifest, a string key, nested columns: the replacement and the change set are derived
+    from your set (generators/your_changes.py), and each writer's table is judged by your key."""
+    folder = tmp_path / "shop"
+    folder.mkdir()
+    pq.write_table(string_keyed(), folder / "orders.parquet", row_group_size=700)
+    code = main(
+        command(
+            cli_settings, "run", "--scenario", scenario, "--writer", writer,
+            "--source", str(folder), "--key", "order_id",
+        )
+    )  # fmt: skip
+    record = newest_records(cli_settings)[-1]
+    assert code == 0 and record.status == "ok" and record.verdict.passed, record.verdict
+    assert record.selective_scan_rows  # a range of your keys, found by your key's order
+
+
+def test_a_composite_key_and_your_own_change_set_upsert(cli_settings, tmp_path: Path):
+    folder, mine = tmp_path / "lines", tmp_path / "changed"
+    folder.mkdir()
+    mine.mkdir()
+    table = orders().append_column("line", pa.array([i % 3 for i in range(ROWS)], pa.int32()))
+    table = table.set_column(0, "order_id", pa.array([1_000 + i // 3 for i in range(ROWS)], pa.int64()))
+    pq.write_table(table, folder / "a.parquet")
+    changed = table.slice(5, 20).set_column(1, "placed_at", table.column("placed_at").slice(100, 20))
+    pq.write_table(
+        pa.concat_tables([changed, table.slice(0, 2).set_column(0, "order_id", pa.array([7, 7]))]),
+        mine / "c.parquet",
+    )
+    args = ["--source", str(folder), "--key", "order_id,line", "--changes", str(mine)]
+    code = main(
+        command(cli_settings, "run", "--scenario", "upsert", "--writer", "pyiceberg-rewrite-add-files", *args)
+    )
+    record = newest_records(cli_settings)[-1]
+    assert code == 0 and record.status == "ok" and record.verdict.passed, record.verdict
+    assert record.rows == 22  # the change set: 20 rows updated, 2 new keys (7, 0) and (7, 1)
+    checks = {check.name: check for check in record.verdict.checks}
+    assert checks["row_count"].actual == ROWS + 2

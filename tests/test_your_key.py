@@ -1,4 +1,4 @@
-"""The sets' key is the manifest's `key_column`, not a fixed `id`: the writer's upsert key, the
+"""The sets' key is the manifest's `key_columns`, not a fixed `id`: the writer's upsert key, the
 oracle's key checks, the selective scan and the trace of a differing row all follow it (issue 23:
 your data, your key)."""
 
@@ -27,7 +27,7 @@ def renamed_key(data: DataSet, folder: Path) -> DataSet:
         checksum.update(rows)  # the key's name is in every row's hash
     manifest = data.manifest.model_copy(
         update={
-            "key_column": KEY,
+            "key_columns": [KEY],
             "files": entries,
             "schema_fields": schema_fields(rows.schema),
             "checksum": checksum.hex,

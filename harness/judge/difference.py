@@ -11,17 +11,16 @@ by their key statistics) and from its source.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyiceberg.table import Table
 
 from generators.checksum import row_hashes
+from generators.keys import GENERATED_KEYS, KeyScan, KeySpace, describe_values, key_nulls
 from generators.manifest import repeated_keys
-from generators.schema import KEY_COLUMN
 from generators.source import ParquetSource
 from harness.base.reasons import counted, some_names
 from harness.judge.readback import READ_BATCH_ROWS, TableContent, rows_with_key
@@ -56,34 +55,54 @@ class KeyedHashes:
 
 
 def first_difference(
-    table: Table, content: TableContent, sources: list[RowSource], key_column: str = KEY_COLUMN
+    table: Table, content: TableContent, sources: list[RowSource], space: KeySpace = GENERATED_KEYS
 ) -> str | None:
     """The first key (in key order) whose rows in the table are not the expected ones, said in a
     few words; None when the rows agree key by key (then the checksum differs elsewhere, e.g. in
     rows without a key)."""
-    expected, layers = _expected_hashes(sources, key_column)
+    expected, layers = _expected_hashes(sources, space)
     found = KeyedHashes.of(content.keys, content.row_hashes)
     key = _first_differing_key(expected, found)
     if key is None:
         return None
+    named = f"key {key_name(table, space, key)}"
     (want_rows, _), (have_rows, _) = expected.at(key), found.at(key)
     if have_rows == 0:
-        return f"key {key} is missing"
+        return f"{named} is missing"
     if want_rows == 0:
-        return f"key {key} is not expected ({counted(have_rows, 'row')})"
+        return f"{named} is not expected ({counted(have_rows, 'row')})"
     if have_rows != want_rows:
-        return f"key {key} has {have_rows} rows, expected {want_rows}"
+        return f"{named} has {have_rows} rows, expected {want_rows}"
     source = sources[int(layers[np.searchsorted(expected.keys, key)])]
-    found_row = rows_with_key(table, key, key_column)
-    return f"key {key}: {_row_difference(_source_row(source, key, key_column), found_row)}"
+    lookup = space.lookup(key)
+    assert lookup is not None, "an expected key is in its space"
+    return f"{named}: {_row_difference(_source_row(source, lookup), rows_with_key(table, lookup))}"
 
 
-def repeated_keys_reason(keys: np.ndarray) -> str | None:
+def key_name(table: Table, space: KeySpace, number: int) -> str:
+    """A key number as a reason names it: the key's values (`order_id=ORD-7`). A ranked number of
+    no expected key (a key the table holds that no set has) is looked for in the table's keys."""
+    if not space.ranked or 0 <= number < len(space):
+        return space.describe(number)
+    try:
+        fields = list(space.columns)
+        for batch in table.scan(selected_fields=tuple(fields)).to_arrow_batch_reader():
+            batch = batch.filter(pa.array(~key_nulls(batch, fields)))
+            found = np.flatnonzero(space.numbers(batch) == number)
+            if len(found):
+                return describe_values(batch.slice(int(found[0]), 1).to_pylist()[0])
+    except Exception as exc:  # the reason stands without the value, and says why
+        return f"(a key of no set; its value unread: {type(exc).__name__})"
+    return "(a key of no set)"
+
+
+def repeated_keys_reason(keys: np.ndarray, name: Callable[[int], str] = str) -> str | None:
     """e.g. `10,000 keys repeated (990,000 surplus rows), the smallest 990000`; None: none is."""
     distinct, surplus, smallest = repeated_keys(keys)
-    if not distinct:
+    if not distinct or smallest is None:
         return None
-    return f"{counted(distinct, 'key')} repeated ({counted(surplus, 'surplus row')}), the smallest {smallest}"
+    surplus_rows = counted(surplus, "surplus row")
+    return f"{counted(distinct, 'key')} repeated ({surplus_rows}), the smallest {name(smallest)}"
 
 
 def first_missing_key(unique: np.ndarray, ranges: KeyRanges) -> int | None:
@@ -107,14 +126,14 @@ def first_unexpected_key(unique: np.ndarray, ranges: KeyRanges) -> int | None:
     return int(unique[outside[0]]) if len(outside) else None
 
 
-def _expected_hashes(sources: list[RowSource], key_column: str) -> tuple[KeyedHashes, np.ndarray]:
+def _expected_hashes(sources: list[RowSource], space: KeySpace) -> tuple[KeyedHashes, np.ndarray]:
     """The expected rows' hashes by key, a later source's row replacing an earlier one's of the
     same key (an upsert's change set over its base); and, beside each key, the source its row
     comes from."""
     keys, hashes, layers = [], [], []
     for layer, source in enumerate(sources):
         for batch in _source_batches(source):
-            keys.append(batch.column(key_column).to_numpy(zero_copy_only=False).astype(np.int64))
+            keys.append(space.numbers(batch))
             hashes.append(row_hashes(batch))
             layers.append(np.full(batch.num_rows, layer, np.int32))
     if not keys:
@@ -146,12 +165,12 @@ def _source_batches(source: RowSource) -> Iterator[pa.RecordBatch]:
     return ParquetSource.open(source.directory, READ_BATCH_ROWS, source.rows).batches()
 
 
-def _source_row(source: RowSource, key: int, key_column: str) -> pa.Table:
+def _source_row(source: RowSource, key: KeyScan) -> pa.Table:
     for batch in _source_batches(source):
-        row = batch.filter(pc.equal(batch.column(key_column), key))
+        row = batch.filter(key.mask(batch))
         if row.num_rows:
             return pa.Table.from_batches([row])
-    return pa.table({key_column: pa.array([], pa.int64())})
+    return pa.table({key.columns[0]: pa.array([], pa.int64())})
 
 
 def _row_difference(expected: pa.Table, found: pa.Table) -> str:

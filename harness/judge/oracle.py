@@ -22,6 +22,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructType
 
 from generators.checksum import Checksum, short_form
+from generators.keys import expected_keys
 from harness.base.known_issues import match_known_issue
 from harness.base.reasons import counted, first_few, short_path, short_reason
 from harness.engines.verifiers import PRIMARY, Verifier, VerifierFailed, equality_delete_readers
@@ -43,6 +45,7 @@ from harness.judge.difference import (
     first_difference,
     first_missing_key,
     first_unexpected_key,
+    key_name,
     repeated_keys_reason,
 )
 from harness.judge.readback import TableContent, read_content
@@ -242,7 +245,7 @@ def judge(
     checksum. A table with equality deletes that `verifier` cannot apply is read by `equality_reader`'s.
     """
     after = capture_state(table)
-    content = read_content(table, key_column=expected.key_column)
+    content = read_content(table, keys=expected_keys(expected))
     metrics = table_metrics(before, after, content) | full_scan_figures(table, content)
     orphans = orphan_files(table)
     metrics.update(orphan_files=len(orphans), orphan_bytes=sum(orphans.values()))
@@ -559,9 +562,9 @@ def failed_check(name: str, reason: str) -> Check:
 def _content_checks(table: Table, content: TableContent, expected: Expectation) -> list[Check]:
     unique = content.unique_keys
     duplicates = len(content.keys) - len(unique)
-    expected_keys = sum(hi - lo + 1 for lo, hi in expected.key_ranges)
+    expected_count = sum(hi - lo + 1 for lo, hi in expected.key_ranges)
     in_ranges = count_in_ranges(unique, expected.key_ranges)
-    key_set_ok = content.null_keys == 0 and in_ranges == expected_keys == len(unique)
+    key_set_ok = content.null_keys == 0 and in_ranges == expected_count == len(unique)
     checks = [
         _equal("row_count", expected.rows, content.rows),
         Check(
@@ -569,18 +572,18 @@ def _content_checks(table: Table, content: TableContent, expected: Expectation) 
             passed=duplicates == 0 and content.null_keys == 0,
             expected=0,
             actual=duplicates,
-            reason=repeated_keys_reason(content.keys)
+            reason=repeated_keys_reason(content.keys, partial(key_name, table, expected_keys(expected)))
             if duplicates
             else _reason(content.null_keys, "null keys"),
         ),
         Check(
             name="key_set",
             passed=key_set_ok,
-            expected=_key_ranges_in_brief(expected.key_ranges),
+            expected=_key_ranges_in_brief(expected),
             actual={"distinct": len(unique), "in_expected_ranges": in_ranges},
             reason=None
             if key_set_ok
-            else _key_set_reason(unique, expected.key_ranges, in_ranges, expected_keys),
+            else _key_set_reason(table, unique, expected, in_ranges, expected_count),
         ),
         _content_checksum_check(table, content, expected),
     ]
@@ -605,7 +608,7 @@ def _content_checksum_check(table: Table, content: TableContent, expected: Expec
     if check.passed or expected.sources is None:
         return check
     try:
-        where = first_difference(table, content, expected.sources, expected.key_column)
+        where = first_difference(table, content, expected.sources, expected_keys(expected))
     except Exception as exc:  # the verdict stands without the detail, which says why it is missing
         where = f"the first differing key is not known ({type(exc).__name__}: {exc})"
     if where:
@@ -615,23 +618,34 @@ def _content_checksum_check(table: Table, content: TableContent, expected: Expec
     return check
 
 
-def _key_set_reason(unique: np.ndarray, ranges: KeyRanges, in_ranges: int, expected_keys: int) -> str:
+def _key_set_reason(
+    table: Table, unique: np.ndarray, expected: Expectation, in_ranges: int, expected_count: int
+) -> str:
     """How many expected keys are missing and unexpected keys present, each with its first key
     (found only now that the check has failed)."""
-    missing, unexpected = expected_keys - in_ranges, len(unique) - in_ranges
-    first_missing = f" (first {first_missing_key(unique, ranges)})" if missing else ""
-    first_unexpected = f" (first {first_unexpected_key(unique, ranges)})" if unexpected else ""
+    ranges, space = expected.key_ranges, expected_keys(expected)
+    missing, unexpected = expected_count - in_ranges, len(unique) - in_ranges
+
+    def first(number: int | None) -> str:
+        return f" (first {key_name(table, space, number)})" if number is not None else ""
+
+    first_missing = first(first_missing_key(unique, ranges)) if missing else ""
+    first_unexpected = first(first_unexpected_key(unique, ranges)) if unexpected else ""
     return (
         f"{counted(missing, 'expected key')} missing{first_missing}, "
         f"{counted(unexpected, 'unexpected key')}{first_unexpected}"
     )
 
 
-def _key_ranges_in_brief(ranges: KeyRanges) -> KeyRanges | str:
-    """Key ranges as a check's `expected` shows them: a few as they are, many as a count and span."""
+def _key_ranges_in_brief(expected: Expectation) -> KeyRanges | str:
+    """Key ranges as a check's `expected` shows them: a few as they are, many as a count and span;
+    ranked keys (generators/keys.py) as a count of keys, their numbers being no values."""
+    ranges = expected.key_ranges
+    keys = sum(high - low + 1 for low, high in ranges)
+    if expected.key_space:
+        return f"{keys:,} keys of {', '.join(expected.key_columns)}"
     if len(ranges) <= 3:
         return ranges
-    keys = sum(high - low + 1 for low, high in ranges)
     span = f"from {min(low for low, _ in ranges)} to {max(high for _, high in ranges)}"
     return f"{keys:,} keys in {len(ranges)} ranges {span}"
 

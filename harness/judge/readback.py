@@ -40,7 +40,6 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyiceberg.io.pyarrow import (
     PyArrowFileIO,
@@ -56,7 +55,7 @@ from pyiceberg.table import FileScanTask, Table
 from pyiceberg.types import IcebergType
 
 from generators.checksum import Checksum, RowHashes, absorb_columns, empty_row_states, finish_rows
-from generators.schema import KEY_COLUMN
+from generators.keys import GENERATED_KEYS, KeyScan, KeySpace, key_nulls
 from generators.source import row_group_batches
 from harness.judge.nested import project_nested
 from harness.judge.statistics import FileStats, footer_column_sizes, gather, primitive_columns
@@ -74,17 +73,6 @@ PREFETCH_BATCHES = 2
 READ_BUDGET_BYTES = 8 << 20
 READ_BUFFER_BYTES = 1 << 20  # read buffer of a column chunk: a chunk is never read whole
 COLUMN_BYTES_HELD = 2 * READ_BUFFER_BYTES  # a column being read: its buffer and a decompressed page
-KeyRange = tuple[int, int]  # inclusive bounds of the key column
-
-
-@dataclass(frozen=True)
-class KeyScan:
-    """The rows whose `column` (the sets' key) holds a value in `keys` (inclusive)."""
-
-    column: str
-    keys: KeyRange
-
-
 Item = TypeVar("Item")
 
 
@@ -137,7 +125,7 @@ class TableContent:
 
 
 def read_content(
-    table: Table, batch_rows: int = ORACLE_BATCH_ROWS, key_column: str = KEY_COLUMN
+    table: Table, batch_rows: int = ORACLE_BATCH_ROWS, keys: KeySpace = GENERATED_KEYS
 ) -> TableContent:
     """One pass over the current snapshot: checksum, keys and file facts, a row group at a time,
     each read a group of columns at a time (_column_batches).
@@ -163,7 +151,7 @@ def read_content(
     pieces = _timed(_column_batches(table, tasks, batch_rows, stats), reading)
     with _Behind(PREFETCH_BATCHES) as statistics:
         for piece in _prefetched(pieces, PREFETCH_BATCHES):
-            hashing = hashing or _RowGroupHashing(piece.unit, key_column)
+            hashing = hashing or _RowGroupHashing(piece.unit, keys)
             if piece.batch is not None:
                 statistics.submit(gather, stats[piece.unit.task], columns, piece.batch)
                 hashing.absorb(piece)
@@ -251,29 +239,31 @@ class _RowGroupHashing:
     """A row group's visible rows hashed as its column groups arrive: per-row states (40 bytes a
     row) that each piece's columns are absorbed into, in name order; finished once all have come."""
 
-    def __init__(self, unit: _RowGroup, key_column: str) -> None:
+    def __init__(self, unit: _RowGroup, keys: KeySpace) -> None:
         self.unit = unit
-        self.key_column = key_column
+        self.keys = keys
         self.states = empty_row_states(unit.visible_rows)
-        self.key_parts: list[pa.Array] = []
+        self.key_parts: dict[str, list[pa.Array]] = {name: [] for name in keys.columns}
 
     def absorb(self, piece: _Piece) -> None:
         assert piece.visible is not None
         absorb_columns(self.states[:, piece.offset : piece.offset + piece.visible.num_rows], piece.visible)
-        if self.key_column in piece.visible.column_names:
-            self.key_parts.append(piece.visible.column(self.key_column))
+        for name, parts in self.key_parts.items():
+            if name in piece.visible.column_names:
+                parts.append(piece.visible.column(name))
 
     def finish(self) -> _RowGroupContent:
         hashes = finish_rows(self.states)
-        rows = self.unit.visible_rows
-        key = pa.chunked_array(self.key_parts, pa.int64()) if self.key_parts else pa.nulls(rows, pa.int64())
-        valid = key.is_valid().to_numpy(zero_copy_only=False)
+        key = pa.table({name: pa.chunked_array(parts) for name, parts in self.key_parts.items() if parts})
+        if key.num_columns < len(self.key_parts):  # a key column the files lack: every key is null
+            key = pa.table({"absent": pa.nulls(self.unit.visible_rows)})
+        valid = ~key_nulls(key, self.keys.columns)
         return _RowGroupContent(
             unit=self.unit,
             hashes=hashes,
-            keys=pc.drop_null(key).to_numpy(zero_copy_only=False).astype(np.int64),
+            keys=self.keys.numbers(key.filter(valid)),
             keyed_hashes=hashes.first_lanes[valid],
-            null_keys=key.null_count,
+            null_keys=int(len(valid) - np.count_nonzero(valid)),
         )
 
 
@@ -541,12 +531,12 @@ def _chunk_bytes(row_group: pq.RowGroupMetaData) -> dict[str, int]:
     return sizes
 
 
-def rows_with_key(table: Table, key: int, key_column: str = KEY_COLUMN) -> pa.Table:
-    """The visible rows whose `key_column` is `key` (one, in a sound table), reading only the row
-    groups whose key statistics allow it."""
+def rows_with_key(table: Table, key: KeyScan) -> pa.Table:
+    """The visible rows of one `key` (one, in a sound table), reading only the row groups whose
+    key statistics allow it."""
     snapshot = table.current_snapshot()
     tasks, _ = _planned(table, snapshot.manifests(table.io) if snapshot else [])
-    batches = list(scan_rows(table, tasks, KeyScan(key_column, (key, key))))
+    batches = list(scan_rows(table, tasks, key))
     return pa.Table.from_batches(batches) if batches else table.schema().as_arrow().empty_table()
 
 
@@ -675,7 +665,7 @@ def _read_task(
         reading = projections.of(task, parquet)
         whole = reading.whole
         start = 0  # the file position of the batch's first row: position deletes count from 0
-        wanted = _row_groups_to_read(parquet, _file_key_name(table, whole.file_schema, keys), keys)
+        wanted = _row_groups_to_read(parquet, _file_key_names(table, whole.file_schema, keys), keys)
         for row_group, read in enumerate(wanted):
             if not read:
                 start += parquet.metadata.row_group(row_group).num_rows
@@ -696,34 +686,45 @@ def _visible(
         batch = batch.take(_combine_positional_deletes(positions, start, start + batch.num_rows))
     if keys is None:
         return batch
-    key, (low, high) = batch.column(keys.column), keys.keys
-    return batch.filter(pc.and_(pc.greater_equal(key, low), pc.less_equal(key, high)))
+    return batch.filter(keys.mask(batch))
 
 
-def _file_key_name(table: Table, file_schema: Schema, keys: KeyScan | None) -> str | None:
-    """The key column's name in a data file (matched by field id: a file may predate a rename)."""
+def _file_key_names(table: Table, file_schema: Schema, keys: KeyScan | None) -> list[str | None]:
+    """Each bounded key column's name in a data file (matched by field id: a file may predate a
+    rename); None where the file lacks it."""
     if keys is None:
-        return None
-    try:
-        return file_schema.find_field(table.schema().find_field(keys.column).field_id).name
-    except ValueError:  # no key column in this file
-        return None
+        return []
+    names: list[str | None] = []
+    for column in keys.columns:
+        try:
+            names.append(file_schema.find_field(table.schema().find_field(column).field_id).name)
+        except ValueError:  # no such key column in this file
+            names.append(None)
+    return names
 
 
-def _row_groups_to_read(parquet: pq.ParquetFile, key_name: str | None, keys: KeyScan | None) -> list[bool]:
-    """Per row group, whether it may hold a key of `keys` by its min/max statistics (every row group
-    without `keys`, or where the statistics are missing)."""
+def _row_groups_to_read(
+    parquet: pq.ParquetFile, key_names: list[str | None], keys: KeyScan | None
+) -> list[bool]:
+    """Per row group, whether it may hold a key of `keys` by its key columns' min/max statistics
+    (every row group without `keys`, or where the statistics are missing or not comparable)."""
     metadata = parquet.metadata
     paths = [metadata.schema.column(index).path for index in range(metadata.num_columns)]
-    if keys is None or key_name not in paths:
-        return [True] * metadata.num_row_groups
-    column = paths.index(key_name)
-    wanted = []
-    for row_group in range(metadata.num_row_groups):
-        statistics = metadata.row_group(row_group).column(column).statistics
-        known = statistics is not None and statistics.has_min_max
-        low, high = keys.keys
-        wanted.append(not known or (statistics.min <= high and statistics.max >= low))
+    wanted = [True] * metadata.num_row_groups
+    if keys is None:
+        return wanted
+    for name, (_, low, high) in zip(key_names, keys.bounds, strict=True):
+        if name not in paths:
+            continue
+        column = paths.index(name)
+        for row_group in range(metadata.num_row_groups):
+            statistics = metadata.row_group(row_group).column(column).statistics
+            if statistics is None or not statistics.has_min_max:
+                continue
+            try:
+                wanted[row_group] &= bool(statistics.min <= high and statistics.max >= low)
+            except TypeError:  # statistics of a type Python cannot compare with the bounds
+                continue
     return wanted
 
 

@@ -31,15 +31,16 @@ from typing import Any
 import pyarrow as pa
 from pydantic import BaseModel
 from pyiceberg.catalog import Catalog, load_catalog
-from pyiceberg.expressions import And, BooleanExpression, GreaterThanOrEqual, LessThanOrEqual
+from pyiceberg.expressions import AlwaysFalse, And, BooleanExpression, GreaterThanOrEqual, LessThanOrEqual
 from pyiceberg.manifest import clear_manifest_cache
 from pyiceberg.table import Table
 
+from generators.keys import KeyRange, KeyScan, KeySpace
 from generators.schema import KEY_COLUMN
 from harness.base.errors import one_line
 from harness.base.orphan_guard import die_with_parent_if_asked
 from harness.base.results import write_whole
-from harness.judge.readback import KeyRange, KeyScan, TableContent, scan_rows
+from harness.judge.readback import TableContent, scan_rows
 from harness.model import WorkerResult
 from harness.services.own_memory import high_water_mark
 
@@ -54,9 +55,16 @@ FULL_SCAN_ERROR = "full_scan_error"
 class ScanSpec(BaseModel):
     catalog: dict[str, str]
     table: str
-    keys: KeyRange  # the selective scan's key range, inclusive
-    key_column: str = KEY_COLUMN
+    keys: KeyRange  # the span of the key numbers the table should hold, inclusive
+    key_columns: list[str] = [KEY_COLUMN]
+    key_space: list[Path] = []  # ranked keys (generators/keys.py): the space they are numbered in
     result_path: Path
+
+    def selective(self) -> KeyScan:
+        """The selective scan's key range: about SELECTIVE_FRACTION of the span's keys."""
+        return KeySpace(tuple(self.key_columns), tuple(self.key_space)).selective(
+            self.keys, SELECTIVE_FRACTION
+        )
 
 
 class ScanFigures(BaseModel):
@@ -75,16 +83,22 @@ class ScanReport(WorkerResult):
     selective: ScanFigures | None = None
 
 
-def selective_keys(key_ranges: list[KeyRange], fraction: float = SELECTIVE_FRACTION) -> KeyRange:
-    """The first `fraction` of the span of `key_ranges` (at least one key): the same for every
-    writer of a scenario, and a range sorted or disjoint files can be pruned to."""
-    low = min(low for low, _ in key_ranges)
-    high = max(high for _, high in key_ranges)
-    return low, low + max(1, round((high - low + 1) * fraction)) - 1
+def key_span(key_ranges: list[KeyRange]) -> KeyRange:
+    """The numbers from the lowest to the highest of `key_ranges`; (0, 0) for an empty table. Its
+    first SELECTIVE_FRACTION is the selective scan's range: the same for every writer of a
+    scenario, and a range sorted or disjoint files can be pruned to."""
+    if not key_ranges:
+        return 0, 0
+    return min(low for low, _ in key_ranges), max(high for _, high in key_ranges)
 
 
-def key_filter(keys: KeyRange, key_column: str = KEY_COLUMN) -> BooleanExpression:
-    return And(GreaterThanOrEqual(key_column, keys[0]), LessThanOrEqual(key_column, keys[1]))
+def key_filter(keys: KeyScan) -> BooleanExpression:
+    bounds: list[BooleanExpression] = []
+    for column, low, high in keys.bounds:
+        if low is None or high is None:  # no key to find (an empty table)
+            return AlwaysFalse()
+        bounds += [GreaterThanOrEqual(column, low), LessThanOrEqual(column, high)]
+    return And(*bounds) if len(bounds) > 1 else bounds[0]
 
 
 def full_scan_figures(table: Table, content: TableContent) -> dict[str, Any]:
@@ -119,15 +133,13 @@ def both_scans(full: dict[str, Any], selective: dict[str, Any]) -> dict[str, Any
     return {**measured, **selective, "scan_error": "; ".join(filter(None, errors)) or None}
 
 
-def measure_scan(
-    catalog: Catalog, table_name: str, keys: KeyRange, key_column: str = KEY_COLUMN
-) -> ScanFigures:
-    """Load, plan and read the rows whose `key_column` is in `keys`, counting them."""
+def measure_scan(catalog: Catalog, table_name: str, keys: KeyScan) -> ScanFigures:
+    """Load, plan and read the rows whose key lies in `keys`, counting them."""
     clear_manifest_cache()  # each scan reads its manifests, as a fresh reader would
     start = time.perf_counter()
     table = catalog.load_table(table_name)
-    tasks = list(table.scan(row_filter=key_filter(keys, key_column)).plan_files())
-    rows = sum(batch.num_rows for batch in scan_rows(table, tasks, KeyScan(key_column, keys)))
+    tasks = list(table.scan(row_filter=key_filter(keys)).plan_files())
+    rows = sum(batch.num_rows for batch in scan_rows(table, tasks, keys))
     return ScanFigures(
         seconds=round(time.perf_counter() - start, 4),
         data_files=len(tasks),
@@ -144,7 +156,7 @@ def run(spec: ScanSpec) -> ScanReport:
         return ScanReport(status="error", error=f"scan: catalog unreachable: {one_line(exc)}")
     report = ScanReport(status="ok")
     try:
-        report.selective = measure_scan(catalog, spec.table, spec.keys, spec.key_column)
+        report.selective = measure_scan(catalog, spec.table, spec.selective())
     except (MemoryError, pa.ArrowMemoryError) as exc:  # RLIMIT_AS: the cap
         report.status, report.error, report.error_kind = "error", f"selective scan: {one_line(exc)}", "memory"
     except Exception as exc:  # a table this reader cannot read: recorded, never a crash

@@ -15,6 +15,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from generators.datasets import DAMAGED_SETS, DataCache
 from generators.presets import get_preset
 from generators.source import ParquetSource
+from generators.your_changes import YOUR_SETS, sets_of_yours
 from harness.base.caps import parse_size
 from harness.base.errors import IcebenchError
 from harness.base.results import ResultsStore
@@ -145,24 +146,31 @@ def prepare_data(
     settings: Settings, preset_name: str, set_names: list[str], events: MatrixEvents | None = None
 ) -> DataSets:
     cache = DataCache(settings.data_dir, settings.seed, settings.update_ratio, settings.insert_ratio)
+    preset = get_preset(preset_name)
     with (events or MatrixEvents()).generating() as factory:
-        sets = cache.ensure(get_preset(preset_name), set_names, factory)
+        if preset.shape == "events":  # keyed by strings: its other sets derived as from your data
+            base = cache.ensure(preset, ["base"], factory)["base"]
+            ratios = (settings.update_ratio, settings.insert_ratio)
+            sets = sets_of_yours(base, set(set_names), settings.seed, ratios, factory)
+        else:
+            sets = cache.ensure(preset, set_names, factory)
     for name, data in sets.items():  # footers and schemas, before any table is touched
         if name not in DAMAGED_SETS:  # broken on purpose: their workers must meet the damage
             ParquetSource.open(data.directory, batch_rows=1)
     return sets
 
 
-def your_scenarios(sets: DataSets, named: list[str]) -> list[str]:
-    """The scenarios a matrix on your own `sets` runs: those named, else the default ones your sets
-    can feed; a named one that needs a set you did not give is a one-line error."""
+def your_scenarios(named: list[str]) -> list[str]:
+    """The scenarios a matrix on your own data (or the events preset) runs: those named, else the
+    default ones the sets made of yours can feed; a named one that needs another set is a
+    one-line error."""
     if not named:
-        return [name for name in default_scenarios() if set(get_scenario(name)().needs) <= set(sets)]
+        return [name for name in default_scenarios() if set(get_scenario(name)().needs) <= set(YOUR_SETS)]
     for name in named:
-        if missing := [need for need in get_scenario(name)().needs if need not in sets]:
+        if missing := [need for need in get_scenario(name)().needs if need not in YOUR_SETS]:
             raise IcebenchError(
                 f"scenario {name} needs the {missing[0]} set, which icebench does not derive from your data "
-                f"yet: with --source the matrix runs {', '.join(your_scenarios(sets, [])) or 'none'}"
+                f"yet: with --source the matrix runs {', '.join(your_scenarios([])) or 'none'}"
             )
     return named
 

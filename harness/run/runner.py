@@ -35,7 +35,7 @@ from harness.judge.scan_cost import (
     ScanReport,
     ScanSpec,
     both_scans,
-    selective_keys,
+    key_span,
     take_full_scan,
 )
 from harness.model import (
@@ -389,7 +389,7 @@ class Runner:
                 table=scenario.table_identifier(run_catalog.namespace),
                 writer=plan.writer,
                 operation=feed.operation,
-                key_columns=[plan.sets[feed.source_set].manifest.key_column],
+                key_columns=list(plan.sets[feed.source_set].manifest.key_columns),
                 source_dir=plan.sets[feed.source_set].directory,
                 batch_rows=plan.batch_rows,
                 limit_rows=plan.limit_rows,
@@ -481,8 +481,9 @@ class Runner:
         spec = ScanSpec(
             catalog=run_catalog.properties,
             table=scenario.table_identifier(run_catalog.namespace),
-            keys=selective_keys(expected.key_ranges or [(0, 0)]),  # (0, 0): an empty table
-            key_column=expected.key_column,
+            keys=key_span(expected.key_ranges),
+            key_columns=expected.key_columns,
+            key_space=expected.key_space,
             result_path=work / "scan-result.json",
         )
         spec_path, log = work / "scan-spec.json", work / "scan.log"

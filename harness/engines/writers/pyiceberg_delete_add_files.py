@@ -1,8 +1,9 @@
 """Upsert without pyiceberg's upsert: the change set written batch by batch as parquet files under
 the table location, the rows it replaces deleted copy-on-write, everything in one commit.
 
-Both writers read the change set's key column alone first (sorted, unique int64 keys in numpy),
-then stage one file per batch. They differ in how the replaced rows go:
+Both writers read the change set's key columns alone first (their fingerprints, sorted and unique
+in numpy: any key type, several columns), then stage one file per batch. They differ in how the
+replaced rows go:
 
 - `pyiceberg-delete-add-files`: `txn.delete(In(key, keys))` + `txn.add_files`; two snapshots (the
   delete's OVERWRITE, then the APPEND), one commit. pyiceberg 0.12 turns the keys into a set of
@@ -13,19 +14,20 @@ then stage one file per batch. They differ in how the replaced rows go:
   are skipped, the key column of the others read to see whether any row goes; those files are
   streamed row group by row group, the replaced rows dropped (binary search in the sorted keys),
   the rest written to a new file. One snapshot drops the rewritten files and adds the new ones
-  and the change files. Memory: a batch, 8 bytes per change key and the statistics of the files
-  the commit adds, whatever the table's size.
+  and the change files. Memory: a batch, the change keys (8 bytes each, plus their first column
+  while it is read) and the statistics of the files the commit adds, whatever the table's size.
 
-Both need an unpartitioned table (add_files takes a file only if it lies in one partition), one
-integer key column and unique keys in the change set; the rewrite writer refuses a table with
-delete files (merge-on-read), which its reader does not apply. docs/writers.md: "The two bounded upserts".
+Both need an unpartitioned table (add_files takes a file only if it lies in one partition) and
+unique keys in the change set, the delete writer one key column (its In filter); the rewrite
+writer refuses a table with delete files (merge-on-read), which its reader does not apply.
+docs/writers.md: "The two bounded upserts".
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -34,9 +36,10 @@ import pyarrow.parquet as pq
 from pyiceberg.expressions import In
 from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
 from pyiceberg.table import Table, TableProperties, Transaction
-from pyiceberg.types import IntegerType, LongType
+from pyiceberg.types import IcebergType, IntegerType, LongType
 
-from generators.source import ParquetSource, row_group_batches
+from generators.keys import fingerprints, key_nulls
+from generators.source import row_group_batches
 from harness.engines.writers.base import StepTimer, WriteJob, Writer
 from harness.engines.writers.staged_files import StagedFiles, staged_files
 
@@ -51,57 +54,86 @@ FIELD_ID = b"PARQUET:field_id"
 
 @dataclass(frozen=True)
 class ChangeKeys:
-    """The change set's keys: sorted, unique, 8 bytes each (no Python object per key)."""
+    """The change set's keys: the 64-bit fingerprints of their key columns (generators/keys.py),
+    sorted, unique, 8 bytes each, whatever the key's columns and types (no Python object per key);
+    and the first key column's values, to skip files whose bounds hold none of them."""
 
-    column: str
-    field_id: int
-    key_type: IntegerType | LongType
-    values: np.ndarray
+    columns: tuple[str, ...]
+    first_field_id: int
+    first_type: IcebergType
+    prints: np.ndarray  # uint64, sorted
+    firsts: np.ndarray | None  # the first column's values as sorted int64, when its type is integral
+    low: Any  # the first column's smallest and largest change key
+    high: Any
 
     @classmethod
     def of(cls, job: WriteJob) -> ChangeKeys:
-        """Checks what both writers need, then reads the key column alone from the source."""
-        if len(job.key_columns) != 1:
-            raise ValueError(f"an upsert by add_files matches one key column, not {job.key_columns}")
+        """Checks what both writers need, then reads the key columns alone from the source."""
         if not job.table.spec().is_unpartitioned():
             raise ValueError("an upsert by add_files needs an unpartitioned table (a partition per file)")
-        field = job.table.schema().find_field(job.key_columns[0])
-        if not isinstance(field.field_type, IntegerType | LongType):
-            raise ValueError(f"key column {field.name} is {field.field_type}: an integer key is needed")
-        return cls(field.name, field.field_id, field.field_type, _sorted_unique_keys(job.source, field.name))
+        schema = job.table.schema()
+        fields = [schema.find_field(name) for name in job.key_columns]
+        keys = pa.table({f.name: pa.chunked_array(job.source.column(f.name)) for f in fields})
+        return cls.of_keys(keys, fields[0].field_id, fields[0].field_type)
 
-    def members(self, column: pa.Array | pa.ChunkedArray) -> np.ndarray:
-        """A boolean mask: which of these key values are change keys (a null key never is)."""
-        if not len(self.values):
-            return np.zeros(len(column), dtype=bool)
-        values = pc.fill_null(column, 0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        found = self.values.take(np.searchsorted(self.values, values), mode="clip") == values
-        if column.null_count:
-            found &= column.is_valid().to_numpy(zero_copy_only=False)
+    @classmethod
+    def of_keys(cls, keys: pa.Table, first_field_id: int, first_type: IcebergType) -> ChangeKeys:
+        for name in keys.column_names:
+            if nulls := keys.column(name).null_count:
+                raise ValueError(f"the change set has {nulls:,} rows without a key ({name} is null)")
+        prints = np.sort(fingerprints(keys, keys.column_names))
+        if duplicates := int(np.count_nonzero(prints[1:] == prints[:-1])):
+            named = ", ".join(keys.column_names)
+            raise ValueError(f"the change set repeats {duplicates:,} keys of {named}: no upsert executed")
+        first = keys.column(0)
+        integral = isinstance(first_type, IntegerType | LongType)
+        firsts = np.sort(first.to_numpy().astype(np.int64)) if integral else None
+        bounds = pc.min_max(first)
+        return cls(
+            tuple(keys.column_names), first_field_id, first_type, prints, firsts,
+            bounds["min"].as_py(), bounds["max"].as_py(),
+        )  # fmt: skip
+
+    def members(self, keys: pa.Table) -> np.ndarray:
+        """A boolean mask: which rows of `keys` (the key columns, by their current names) hold a
+        change key (a row with a null key never does)."""
+        if not len(self.prints) or not keys.num_rows:
+            return np.zeros(keys.num_rows, dtype=bool)
+        nulls = key_nulls(keys, self.columns)
+        found = np.zeros(keys.num_rows, dtype=bool)
+        if (~nulls).any():
+            prints = fingerprints(keys.filter(pa.array(~nulls)), self.columns)
+            found[~nulls] = self.prints.take(np.searchsorted(self.prints, prints), mode="clip") == prints
         return found
 
     def may_be_in(self, data_file: DataFile) -> bool:
-        """False when the file's key bounds hold no change key: the file cannot be affected."""
+        """False when the file's bounds of the first key column hold no change key: the file cannot
+        be affected."""
         from pyiceberg.conversions import from_bytes
 
-        lower = (data_file.lower_bounds or {}).get(self.field_id)
-        upper = (data_file.upper_bounds or {}).get(self.field_id)
+        lower = (data_file.lower_bounds or {}).get(self.first_field_id)
+        upper = (data_file.upper_bounds or {}).get(self.first_field_id)
         if lower is None or upper is None:
             return True
         try:
-            low, high = from_bytes(self.key_type, lower), from_bytes(self.key_type, upper)
-        except (ValueError, TypeError):  # bounds written for another width (type promotion): read it
+            low, high = from_bytes(self.first_type, lower), from_bytes(self.first_type, upper)
+            if self.firsts is None:
+                return bool(low <= self.high and high >= self.low)
+        except (ValueError, TypeError):  # bounds written for another width or type: read it
             return True
-        at = int(np.searchsorted(self.values, low))
-        return at < len(self.values) and int(self.values[at]) <= high
+        at = int(np.searchsorted(self.firsts, low))
+        return at < len(self.firsts) and int(self.firsts[at]) <= high
 
 
 class PyicebergDeleteAddFiles(Writer):
     name = "pyiceberg-delete-add-files"
     description = "upsert: change set as parquet files + txn.delete(In(key, keys)) + add_files, one txn"
     single_commit = True  # upserts only: append / replace would be pyiceberg-add-files
+    one_key_column = True  # txn.delete(In(key, values)) matches one column
 
     def upsert(self, job: WriteJob, timer: StepTimer) -> None:
+        if self.one_key_column and len(job.key_columns) != 1:
+            raise ValueError(f"txn.delete(In(...)) matches one key column, not {', '.join(job.key_columns)}")
         keys = ChangeKeys.of(job)
         with staged_files(job.table) as staged:
             staged.write_batches(job.source.batches(), timer)
@@ -113,9 +145,10 @@ class PyicebergDeleteAddFiles(Writer):
     def replace_rows(self, job: WriteJob, txn: Transaction, staged: StagedFiles, keys: ChangeKeys) -> None:
         """Stage in `txn`: the rows holding these keys deleted, the staged change files added."""
         change_files = list(staged.paths)
-        if len(keys.values):
+        if len(keys.prints):
             staged_before = {snapshot.snapshot_id for snapshot in txn.table_metadata.snapshots}
-            txn.delete(In(keys.column, keys.values.tolist()))
+            values = [value for chunk in job.source.column(keys.columns[0]) for value in chunk.to_pylist()]
+            txn.delete(In(keys.columns[0], values))
             staged.adopt(_data_files_added(txn, job.table.io, staged_before))
         txn.add_files(change_files, check_duplicate_files=False)
 
@@ -123,6 +156,7 @@ class PyicebergDeleteAddFiles(Writer):
 class PyicebergRewriteAddFiles(PyicebergDeleteAddFiles):
     name = "pyiceberg-rewrite-add-files"
     description = "upsert: change set as parquet files; affected files rewritten in batches; one snapshot"
+    one_key_column = False
 
     def replace_rows(self, job: WriteJob, txn: Transaction, staged: StagedFiles, keys: ChangeKeys) -> None:
         from pyiceberg.io.pyarrow import parquet_files_to_data_files
@@ -132,7 +166,7 @@ class PyicebergRewriteAddFiles(PyicebergDeleteAddFiles):
         rewritten: list[str] = []
         mapping = txn.table_metadata.name_mapping()
         batch_rows = job.source.batch_rows
-        for data_file in _live_data_files(job.table) if len(keys.values) else []:
+        for data_file in _live_data_files(job.table) if len(keys.prints) else []:
             if not keys.may_be_in(data_file):
                 continue
             rewrite = _rewrite_without(job.table, data_file.file_path, keys, mapping, staged, batch_rows)
@@ -200,23 +234,30 @@ def _rewrite_without(
     dropped from the table since are left out, columns added since stay absent (read as nulls)."""
     with table.io.new_input(path).open() as stream, pq.ParquetFile(stream) as parquet:
         names = _current_names(parquet.schema_arrow, table.schema(), mapping)
-        key = next((column for column, name in names.items() if name == keys.column), None)
-        if key is None:
-            raise ValueError(f"data file {path} has no column for key {keys.column}")
-        # The key column alone first: overlapping bounds prove nothing, and a file no change
+        in_file = {name: column for column, name in names.items()}
+        if missing := [name for name in keys.columns if name not in in_file]:
+            raise ValueError(f"data file {path} has no column for key {missing[0]}")
+        key = [in_file[name] for name in keys.columns]
+
+        def going(batch: pa.RecordBatch) -> np.ndarray:
+            return keys.members(
+                pa.table({name: batch.column(column) for name, column in zip(keys.columns, key, strict=True)})
+            )
+
+        # The key columns alone first: overlapping bounds prove nothing, and a file no change
         # touches must not be rewritten.
-        going = sum(
-            int(np.count_nonzero(keys.members(batch.column(0))))
-            for batch in row_group_batches(parquet, batch_rows, columns=[key])
+        gone = sum(
+            int(np.count_nonzero(going(batch)))
+            for batch in row_group_batches(parquet, batch_rows, columns=key)
         )
-        if going == 0:
+        if gone == 0:
             return None
-        if going == parquet.metadata.num_rows:
+        if gone == parquet.metadata.num_rows:
             return Rewritten(None)
         schema = pa.schema([parquet.schema_arrow.field(column).with_name(names[column]) for column in names])
         with staged.writer(schema, tag="rewrite-") as writer:
             for batch in row_group_batches(parquet, batch_rows, columns=list(names), use_threads=True):
-                kept = batch.filter(pa.array(~keys.members(batch.column(key))))
+                kept = batch.filter(pa.array(~going(batch)))
                 if kept.num_rows:
                     writer.write_batch(pa.RecordBatch.from_arrays(kept.columns, schema=schema))
         return Rewritten(staged.paths[-1])
@@ -241,19 +282,3 @@ def _current_names(
         if current is not None:
             names[column.name] = current
     return names
-
-
-def _sorted_unique_keys(source: ParquetSource, column: str) -> np.ndarray:
-    """The source's key column as one int64 array, sorted; duplicate or null keys are an error
-    (an upsert must know which row wins), raised before anything is written."""
-    keys = np.empty(source.rows, dtype=np.int64)
-    filled = 0
-    for chunk in source.column(column):
-        if chunk.null_count:
-            raise ValueError(f"the change set has {chunk.null_count:,} rows without a key ({column} is null)")
-        keys[filled : filled + len(chunk)] = chunk.to_numpy(zero_copy_only=False)
-        filled += len(chunk)
-    keys.sort()
-    if duplicates := int(np.count_nonzero(keys[1:] == keys[:-1])):
-        raise ValueError(f"the change set repeats {duplicates:,} keys of {column}: no upsert executed")
-    return keys

@@ -15,7 +15,7 @@ WRITERS   ?=
 SCENARIOS ?=
 # Seconds a worker may run before it is killed and recorded as timed out (empty: the setting,
 # 1800); at wide 900, so one stalled writer costs a quarter hour, not the evening.
-TIMEOUT   ?= $(if $(filter wide,$(PRESET)),900)
+TIMEOUT   ?= $(if $(filter wide events,$(PRESET)),900)
 # The writers on the matrix's scale axis, append at 50, 100 and 200 batches (the O(N^2) picture); SCALE= to skip.
 SCALE     ?= pyiceberg-txn-batches,pyiceberg-add-files
 

@@ -8,7 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
-from pyiceberg.io.pyarrow import pyarrow_to_schema
+from pyiceberg.conversions import to_bytes
+from pyiceberg.io.pyarrow import parquet_file_to_data_file, pyarrow_to_schema
 from pyiceberg.table import Table
 from pyiceberg.table.name_mapping import MappedField, NameMapping
 from pyiceberg.types import LongType, NestedField, StructType
@@ -17,8 +18,9 @@ from test_checksum_nested import ORDER, ROWS, table_of
 from generators.checksum import Checksum
 from generators.keys import KeyScan
 from harness.judge.nested import project_nested
-from harness.judge.oracle import schema_check
+from harness.judge.oracle import capture_state, judge, schema_check
 from harness.judge.readback import read_content, rows_with_key
+from harness.model import Expectation
 
 
 @pytest.fixture
@@ -94,3 +96,43 @@ def test_the_scans_and_the_trace_of_a_row_read_nested_nulls_too(catalog: SqlCata
     table = added(catalog, tmp_path, rows)
     found = rows_with_key(table, KeyScan.of_range("id", 3, 3))
     assert found.num_rows == 3 and all(order["lines"] is None for order in found.column("order").to_pylist())
+
+
+@pytest.mark.parametrize("damage", ["upper bound", "null count"])
+def test_a_false_claim_about_a_struct_leaf_fails_manifest_stats(
+    catalog: SqlCatalog, tmp_path: Path, damage: str
+):
+    """A manifest entry whose statistics of a column inside a struct (user.home.zip) are not the
+    file's: a scan pruned by them would skip the file's rows."""
+    home = pa.struct([("city", pa.string()), ("zip", pa.int64())])
+    user = pa.struct([("name", pa.string()), ("home", home)])
+    users = [
+        None if i % 9 == 0 else {"name": f"u{i}", "home": None if i % 7 == 0 else {"city": "x", "zip": i}}
+        for i in range(200)
+    ]
+    rows = pa.table({"id": pa.array(range(200), pa.int64()), "user": pa.array(users, user)})
+    table = catalog.create_table("nested.stats", schema=rows.schema)
+    path = tmp_path / "stats.parquet"
+    pq.write_table(rows, path)
+    data_file = parquet_file_to_data_file(table.io, table.metadata, str(path))
+    field_id = table.schema().find_field("user.home.zip").field_id
+    # pyiceberg 0.12 claims the leaf's counts, no bounds (Java claims both): a false one made here.
+    assert field_id in data_file.null_value_counts and field_id not in data_file.upper_bounds
+    if damage == "upper bound":
+        data_file._data[11] = {**data_file.upper_bounds, field_id: to_bytes(LongType(), 100)}
+        said = "column user.home.zip upper bound 100 but max 199"
+    else:
+        nulls = data_file.null_value_counts[field_id]
+        assert nulls == sum(1 for u in users if u is None or u["home"] is None)  # a null parent's leaf
+        data_file._data[8] = {**data_file.null_value_counts, field_id: 0}
+        said = f"column user.home.zip null_value_counts 0 but {nulls}"
+    before = capture_state(table)
+    with table.transaction() as txn:
+        txn.set_properties({"schema.name-mapping.default": table.schema().name_mapping.model_dump_json()})
+        with txn.update_snapshot().fast_append() as append:
+            append.append_data_file(data_file)
+    table = table.refresh()
+    expected = Expectation(rows=200, checksum=Checksum.of(rows).hex, key_ranges=[(0, 199)])
+    verdict, _ = judge(table, expected=expected, error=None, before=before, single_commit=True)
+    assert [check.name for check in verdict.failed] == ["manifest_stats_true"], verdict.failed
+    assert said in verdict.failed[0].reason

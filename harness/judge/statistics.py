@@ -7,9 +7,10 @@ present must be the file's own figure; a bound may be looser only where the Iceb
 be (strings and binary truncated). Absent claims prune nothing and pass.
 
 Columns are matched by field id (a file may predate a rename) and named by the table's current
-schema. Top-level primitive columns only: the generator makes no nested ones, so list, map and
-struct columns are not gathered (their claims pass unchecked). UUID bounds are not checked
-either (no generated column; Java's and the spec's UUID orders have differed).
+schema. Primitive columns at the top level and inside structs (a leaf of a null struct is null,
+as Parquet counts it); the leaves of lists and maps are not gathered (their counts are of
+elements, which writers have counted differently; their claims pass unchecked). UUID bounds are
+not checked either (Java's and the spec's UUID orders have differed).
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ from pyiceberg.types import (
     IcebergType,
     IntegerType,
     LongType,
+    NestedField,
     PrimitiveType,
     StringType,
+    StructType,
     TimestampType,
     TimestamptzType,
     TimeType,
@@ -76,26 +79,48 @@ class FileStats:
 @dataclass(frozen=True)
 class Column:
     field_id: int
-    name: str  # in the table's current schema, which the read batches carry
+    name: str  # in the table's current schema, which the read batches carry (a.b inside a struct)
     type: PrimitiveType
+    path: tuple[str, ...] = ()  # the names from the top-level column down; () for (name,)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.path or (self.name,)
 
 
 def primitive_columns(schema: Schema) -> list[Column]:
-    """The columns whose statistics are gathered and checked: the top-level primitive ones."""
-    return [
-        Column(column.field_id, column.name, column.field_type)
-        for column in schema.fields
-        if isinstance(column.field_type, PrimitiveType)
-    ]
+    """The columns whose statistics are gathered and checked: the primitive ones at the top level
+    and inside structs."""
+    return [column for top in schema.fields for column in _leaves(top, ())]
+
+
+def _leaves(column: NestedField, parents: tuple[str, ...]) -> list[Column]:
+    path = (*parents, column.name)
+    if isinstance(column.field_type, PrimitiveType):
+        return [Column(column.field_id, ".".join(path), column.field_type, path if parents else ())]
+    if isinstance(column.field_type, StructType):
+        return [leaf for child in column.field_type.fields for leaf in _leaves(child, path)]
+    return []  # lists and maps: their leaves are not gathered
 
 
 def gather(stats: FileStats, columns: list[Column], batch: pa.RecordBatch) -> None:
     """Folds one batch of a file (as stored, before deletes) into that file's FileStats."""
     names = set(batch.schema.names)
     for column in columns:
-        if column.name in names:
+        if column.names[0] in names and (values := _leaf_values(batch, column.names)) is not None:
             found = stats.columns.setdefault(column.field_id, ColumnStats())
-            _fold(found, column.type, batch.column(column.name))
+            _fold(found, column.type, values)
+
+
+def _leaf_values(batch: pa.RecordBatch, names: tuple[str, ...]) -> pa.Array | None:
+    """A column's values, a struct's leaf with its parents' nulls (None: a file without it)."""
+    values = batch.column(names[0])
+    for name in names[1:]:
+        index = values.type.get_field_index(name) if pa.types.is_struct(values.type) else -1
+        if index < 0:
+            return None
+        values = values.flatten()[index]  # the child, null where the struct is
+    return values
 
 
 def _fold(stats: ColumnStats, kind: PrimitiveType, values: pa.Array) -> None:

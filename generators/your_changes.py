@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from generators.datasets import DataSet, DataSets, ProgressFactory
+from generators.datasets import DataSet, DataSets, ProgressFactory, round_changes, round_set
 from generators.manifest import part_name
 from generators.source import row_group_batches
 from generators.your_data import READ_ROWS, derived_set
@@ -82,16 +82,48 @@ def your_changes(
     return derived_set(folder, write, list(base.manifest.key_columns), progress, base, kind="changes")
 
 
-def your_replacement(base: DataSet, progress: ProgressFactory | None = None) -> DataSet:
-    """Every row of `base` under a new key, the other columns' values those of the next row."""
-    folder = base.directory / "replacement"
+def your_replacement(
+    base: DataSet,
+    progress: ProgressFactory | None = None,
+    past: DataSet | None = None,
+    name: str = "replacement",
+) -> DataSet:
+    """Every row of `base` under a new key, the other columns' values those of the next row; with
+    `past`, keys past its keys too, numbered in its key space (a later round's set)."""
+    past = past or base
+    folder = base.directory / name
 
     def write(staging: Path) -> list[Path]:
-        keys = _NewKeys(base)
+        keys = _NewKeys(past)
         batches = (_rekeyed(batch, np.arange(batch.num_rows), keys, shift=1) for batch in _batches(base))
         return _write(staging, batches, progress, base.manifest.rows)
 
-    return derived_set(folder, write, list(base.manifest.key_columns), progress, base)
+    return derived_set(folder, write, list(base.manifest.key_columns), progress, past)
+
+
+def your_rounds(
+    base: DataSet,
+    rounds: int,
+    changes: bool,
+    seed: int,
+    ratios: tuple[float, float],
+    progress: ProgressFactory | None = None,
+) -> DataSets:
+    """The rounds workload's sets made of yours: `round-1` is your set, each later round your rows
+    under keys past every earlier round's (its change set's inserts too); with `changes`, each
+    round's change set `round-N-changes`. Each set is numbered in the key space of the one before,
+    so the last holds every key of the workload."""
+    sets: DataSets = {}
+    latest = base
+    tag = f"-u{ratios[0]:g}-i{ratios[1]:g}" if changes else ""
+    for number in range(1, rounds + 1):
+        rows = (
+            base if number == 1 else your_replacement(base, progress, latest, f"round-{number}{tag}-{seed}")
+        )
+        sets[round_set(number)] = latest = rows
+        if changes:
+            sets[round_changes(number)] = latest = your_changes(rows, seed + number, *ratios, progress)
+    return sets
 
 
 def _batches(base: DataSet) -> Iterator[pa.RecordBatch]:

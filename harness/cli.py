@@ -620,6 +620,7 @@ def _add_matrix_and_scale(commands: argparse._SubParsersAction[argparse.Argument
         "--phases", type=_names, help=f"comma-separated, in a round's order (default {','.join(PHASES)})"
     )
     rounds.add_argument("--report", action="store_true", help="end by writing report.html / report.md")
+    _add_source(rounds)
     _common(rounds)
 
 
@@ -1055,11 +1056,14 @@ def cmd_rounds(args: argparse.Namespace) -> None:
             "phases": ("--phases", args.phases),
         },
     ).resolved()
+    if args.changes is not None:
+        raise IcebenchError(f"--changes {args.changes}: rounds derive each round's change set from --source")
+    your_set = _your_sets(args, settings, [])
     phases = ", ".join(config.phases)
-    what = f"{len(config.writers)} writers x {config.rounds} rounds of {phases} on {config.preset}"
-    _exit_on_verdict(
-        args, _run_workload("rounds", what, settings, args.report, partial(run_rounds, settings, config))
-    )
+    data = f"your data {args.source}" if your_set else config.preset
+    what = f"{len(config.writers)} writers x {config.rounds} rounds of {phases} on {data}"
+    workload = partial(run_rounds, settings, config, your_set=your_set["base"] if your_set else None)
+    _exit_on_verdict(args, _run_workload("rounds", what, settings, args.report, workload))
 
 
 def cmd_baseline(args: argparse.Namespace) -> None:

@@ -88,16 +88,18 @@ def keyed_by(manifest: DatasetManifest) -> dict[str, Any]:
 
 
 def expect_both(one: Expectation, other: Expectation) -> Expectation:
-    """Both sets of rows in one table (their keys must be disjoint)."""
+    """Both sets of rows in one table (their keys must be disjoint). Ranked keys are numbered in
+    the larger key space: sets derived one from another extend their base's."""
     checksum = Checksum.from_hex(one.checksum, one.rows) + Checksum.from_hex(other.checksum, other.rows)
+    keyed = max((one, other), key=lambda expected: (len(expected.key_space), bool(expected.rows)))
     return Expectation(
         rows=checksum.rows,
         checksum=checksum.hex,
         key_ranges=one.key_ranges + other.key_ranges,
         gone_key_ranges=one.gone_key_ranges + other.gone_key_ranges,
         sources=None if one.sources is None or other.sources is None else one.sources + other.sources,
-        key_columns=one.key_columns,
-        key_space=one.key_space,
+        key_columns=keyed.key_columns,
+        key_space=keyed.key_space,
     )
 
 

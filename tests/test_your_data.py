@@ -340,3 +340,29 @@ def test_a_composite_key_and_your_own_change_set_upsert(cli_settings, tmp_path: 
     assert record.rows == 22  # the change set: 20 rows updated, 2 new keys (7, 0) and (7, 1)
     checks = {check.name: check for check in record.verdict.checks}
     assert checks["row_count"].actual == ROWS + 2
+
+
+def test_the_rounds_run_on_your_data(cli_settings, tmp_path: Path):
+    """Each round your rows under keys of its own, its change set derived from it: every phase of
+    every round judged by your string key."""
+    folder = tmp_path / "shop"
+    folder.mkdir()
+    pq.write_table(string_keyed(600), folder / "orders.parquet")
+    args = [
+        "--source",
+        str(folder),
+        "--key",
+        "order_id",
+        "--rounds",
+        "2",
+        "--writers",
+        "pyiceberg-txn-batches",
+    ]
+    assert main(command(cli_settings, "rounds", *args)) == 0
+    records = newest_records(cli_settings)
+    assert [(r.round, r.phase, r.preset) for r in records] == [
+        (round_number, phase, "custom")
+        for round_number in (1, 2)
+        for phase in ("append", "upsert", "replace")
+    ]
+    assert all(r.status == "ok" and r.verdict.passed for r in records), [r.verdict for r in records]

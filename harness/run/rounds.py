@@ -13,8 +13,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from generators.datasets import round_changes, round_set
+from generators.datasets import DataSet, DataSets, round_changes, round_set
 from generators.presets import get_preset
+from generators.your_changes import your_rounds
 from harness.base.caps import parse_size
 from harness.base.results import ResultsStore
 from harness.base.settings import Settings, read_table
@@ -73,16 +74,19 @@ def run_rounds(
     store: ResultsStore,
     stack: Stack,
     events: MatrixEvents | None = None,
+    your_set: DataSet | None = None,
 ) -> list[RunRecord]:
-    """Each writer's rounds on a table of its own, phase after phase; the records in order."""
+    """Each writer's rounds on a table of its own, phase after phase; the records in order. With
+    `your_set` (--source), the rounds' sets are made of it, as preset "custom"."""
     config = config.resolved()
     events = events or MatrixEvents()
     runner = Runner(settings, store, stack, on_progress=events.run_progress)
-    sets = prepare_data(settings, config.preset, config.set_names(), events)
+    sets = _rounds_sets(settings, config, events, your_set)
+    preset = "custom" if your_set is not None else config.preset
     cap = parse_size(settings.memory)
     records: list[RunRecord] = []
     total = len(config.writers) * config.rounds * len(config.phases)
-    with events.stage(f"rounds {config.preset}", total):
+    with events.stage(f"rounds {preset}", total):
         for writer in config.writers:
             home = runner.new_catalog(f"rounds-{writer}")
             try:
@@ -91,7 +95,7 @@ def run_rounds(
                     for phase in config.phases:
                         scenario = RoundPhase(phase, round_number, table)
                         plan = RunPlan(
-                            "rounds", writer, config.preset, sets, settings.batch_rows, cap,
+                            "rounds", writer, preset, sets, settings.batch_rows, cap,
                             round=round_number, phase=phase,
                         )  # fmt: skip
                         events.run_started(plan)
@@ -104,6 +108,19 @@ def run_rounds(
             finally:
                 runner.release(home)
     return records
+
+
+def _rounds_sets(
+    settings: Settings, config: RoundsConfig, events: MatrixEvents, your_set: DataSet | None
+) -> DataSets:
+    """Each round's set and change set: the preset's generated ones, or made of a set keyed by
+    rank (yours, the events preset's) by generators/your_changes.py."""
+    if your_set is None and get_preset(config.preset).shape != "events":
+        return prepare_data(settings, config.preset, config.set_names(), events)
+    base = your_set or prepare_data(settings, config.preset, ["base"], events)["base"]
+    ratios = (settings.update_ratio, settings.insert_ratio)
+    with events.generating() as factory:
+        return your_rounds(base, config.rounds, "upsert" in config.phases, settings.seed, ratios, factory)
 
 
 def load_rounds_config(path: Path | None) -> RoundsConfig:

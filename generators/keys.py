@@ -24,7 +24,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from generators.checksum import row_hashes
 from generators.schema import KEY_COLUMN
 from harness.model import Expectation
 
@@ -180,6 +179,10 @@ def expected_keys(expected: Expectation) -> KeySpace:
 
 def fingerprints(data: Data, columns: tuple[str, ...] | list[str]) -> np.ndarray:
     """Each row's 64-bit fingerprint of its key columns (uint64)."""
+    # Imported here: the checksum's numba would otherwise load into every worker (via the
+    # manifest), 100 MB of resident memory charged to each writer.
+    from generators.checksum import row_hashes
+
     return row_hashes(pa.table({name: data.column(name) for name in columns}))
 
 

@@ -35,6 +35,8 @@ VALID: dict[tuple[str, str], dict[str, str]] = {
     ("baseline save", "--out"): dict.fromkeys(BAD_VALUES[1:], CREATES),
     ("report", "--screenshot"): dict.fromkeys(BAD_VALUES[1:], CREATES),
     **{(command, "--results"): dict.fromkeys(BAD_VALUES[1:], CREATES) for command in RUNNING},
+    **{(command, "--update-ratio"): {"0": "a derived change set of inserts only"} for command in RUNNING},
+    **{(command, "--insert-ratio"): {"0": "a derived change set of updates only"} for command in RUNNING},
     **{
         (command, f"--{library}"): {"0": VERSION, HUGE: VERSION}
         for command in RUNNING

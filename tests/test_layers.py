@@ -42,6 +42,22 @@ def test_reading_results_loads_no_engine():
         assert f"'{heavy}'" not in loaded, heavy
 
 
+def test_a_worker_loads_no_checksum_kernel():
+    """The worker's resident memory is the writer's: the checksum's numba (~100 MB) stays in the
+    harness, whatever a writer or the manifest imports."""
+    script = (
+        "import sys, harness.engines.worker\n"
+        "from harness.engines.writers import get_writer, writers\n"
+        "for name in writers(): get_writer(name)\n"
+        "print(sorted(sys.modules))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
+    for heavy in ("numba", "generators.checksum"):
+        assert f"'{heavy}'" not in loaded, heavy
+
+
 # The layers, bottom up: module prefixes, and the layers each may import besides its own.
 LAYERS: dict[str, tuple[str, ...]] = {
     "model": ("harness.model",),

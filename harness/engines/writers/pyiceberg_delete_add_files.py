@@ -1,8 +1,9 @@
 """Upsert without pyiceberg's upsert: the change set written batch by batch as parquet files under
 the table location, the rows it replaces deleted copy-on-write, everything in one commit.
 
-Both writers read the change set's key columns alone first (their fingerprints, sorted and unique
-in numpy: any key type, several columns), then stage one file per batch. They differ in how the
+Both writers read the change set's key columns alone first (an integer key sorted in numpy, any
+other key type or several columns as one Arrow array for its hash lookup), then stage one file
+per batch. They differ in how the
 replaced rows go:
 
 - `pyiceberg-delete-add-files`: `txn.delete(In(key, keys))` + `txn.add_files`; two snapshots (the
@@ -14,8 +15,9 @@ replaced rows go:
   are skipped, the key column of the others read to see whether any row goes; those files are
   streamed row group by row group, the replaced rows dropped (binary search in the sorted keys),
   the rest written to a new file. One snapshot drops the rewritten files and adds the new ones
-  and the change files. Memory: a batch, the change keys (8 bytes each, plus their first column
-  while it is read) and the statistics of the files the commit adds, whatever the table's size.
+  and the change files. Memory: a batch, the change keys (8 bytes each for an integer key, the
+  keys' own size and Arrow's hash table otherwise) and the statistics of the files the commit
+  adds, whatever the table's size.
 
 Both need an unpartitioned table (add_files takes a file only if it lies in one partition) and
 unique keys in the change set, the delete writer one key column (its In filter); the rewrite
@@ -38,7 +40,6 @@ from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
 from pyiceberg.table import Table, TableProperties, Transaction
 from pyiceberg.types import IcebergType, IntegerType, LongType
 
-from generators.keys import fingerprints, key_nulls
 from generators.source import row_group_batches
 from harness.engines.writers.base import StepTimer, WriteJob, Writer
 from harness.engines.writers.staged_files import StagedFiles, staged_files
@@ -54,15 +55,15 @@ FIELD_ID = b"PARQUET:field_id"
 
 @dataclass(frozen=True)
 class ChangeKeys:
-    """The change set's keys: the 64-bit fingerprints of their key columns (generators/keys.py),
-    sorted, unique, 8 bytes each, whatever the key's columns and types (no Python object per key);
-    and the first key column's values, to skip files whose bounds hold none of them."""
+    """The change set's keys, whatever their columns and types: an integer key as sorted int64 in
+    numpy (8 bytes a key, no Python object per key), any other as one Arrow array that Arrow's
+    hash lookup (`is_in`) probes, several columns joined into one string per key."""
 
     columns: tuple[str, ...]
     first_field_id: int
     first_type: IcebergType
-    prints: np.ndarray  # uint64, sorted
-    firsts: np.ndarray | None  # the first column's values as sorted int64, when its type is integral
+    integers: np.ndarray | None  # sorted int64 keys, for one integer column
+    values: pa.Array | None  # the keys as one array, for any other
     low: Any  # the first column's smallest and largest change key
     high: Any
 
@@ -81,30 +82,36 @@ class ChangeKeys:
         for name in keys.column_names:
             if nulls := keys.column(name).null_count:
                 raise ValueError(f"the change set has {nulls:,} rows without a key ({name} is null)")
-        prints = np.sort(fingerprints(keys, keys.column_names))
-        if duplicates := int(np.count_nonzero(prints[1:] == prints[:-1])):
+        integral = keys.num_columns == 1 and isinstance(first_type, IntegerType | LongType)
+        integers = np.sort(keys.column(0).to_numpy().astype(np.int64)) if integral else None
+        values = None if integral else _one_array(keys)
+        distinct = len(np.unique(integers)) if integers is not None else pc.count_distinct(values).as_py()
+        if duplicates := keys.num_rows - distinct:
             named = ", ".join(keys.column_names)
             raise ValueError(f"the change set repeats {duplicates:,} keys of {named}: no upsert executed")
-        first = keys.column(0)
-        integral = isinstance(first_type, IntegerType | LongType)
-        firsts = np.sort(first.to_numpy().astype(np.int64)) if integral else None
-        bounds = pc.min_max(first)
+        bounds = pc.min_max(keys.column(0))
         return cls(
-            tuple(keys.column_names), first_field_id, first_type, prints, firsts,
+            tuple(keys.column_names), first_field_id, first_type, integers, values,
             bounds["min"].as_py(), bounds["max"].as_py(),
         )  # fmt: skip
+
+    @property
+    def count(self) -> int:
+        return len(self.integers if self.integers is not None else self.values if self.values is not None else [])
 
     def members(self, keys: pa.Table) -> np.ndarray:
         """A boolean mask: which rows of `keys` (the key columns, by their current names) hold a
         change key (a row with a null key never does)."""
-        if not len(self.prints) or not keys.num_rows:
+        if not self.count or not keys.num_rows:
             return np.zeros(keys.num_rows, dtype=bool)
-        nulls = key_nulls(keys, self.columns)
-        found = np.zeros(keys.num_rows, dtype=bool)
-        if (~nulls).any():
-            prints = fingerprints(keys.filter(pa.array(~nulls)), self.columns)
-            found[~nulls] = self.prints.take(np.searchsorted(self.prints, prints), mode="clip") == prints
-        return found
+        if self.integers is not None:
+            column = keys.column(0)
+            values = pc.fill_null(column, 0).to_numpy().astype(np.int64, copy=False)
+            found = self.integers.take(np.searchsorted(self.integers, values), mode="clip") == values
+            return found & column.is_valid().to_numpy(zero_copy_only=False)
+        assert self.values is not None
+        probe = _one_array(keys).cast(self.values.type)
+        return pc.fill_null(pc.is_in(probe, value_set=self.values), False).to_numpy(zero_copy_only=False)
 
     def may_be_in(self, data_file: DataFile) -> bool:
         """False when the file's bounds of the first key column hold no change key: the file cannot
@@ -117,12 +124,25 @@ class ChangeKeys:
             return True
         try:
             low, high = from_bytes(self.first_type, lower), from_bytes(self.first_type, upper)
-            if self.firsts is None:
+            if self.integers is None:
                 return bool(low <= self.high and high >= self.low)
         except (ValueError, TypeError):  # bounds written for another width or type: read it
             return True
-        at = int(np.searchsorted(self.firsts, low))
-        return at < len(self.firsts) and int(self.firsts[at]) <= high
+        at = int(np.searchsorted(self.integers, low))
+        return at < len(self.integers) and int(self.integers[at]) <= high
+
+
+_SEPARATOR = "\x1f"  # between a composite key's columns (the ASCII unit separator)
+
+
+def _one_array(keys: pa.Table) -> pa.Array:
+    """The key columns as one array: the column itself, or its columns as text joined by
+    _SEPARATOR (a null where any is null)."""
+    if keys.num_columns == 1:
+        column = keys.column(0).combine_chunks()
+        return column.cast(pa.string()) if pa.types.is_large_string(column.type) else column
+    texts = [keys.column(name).cast(pa.string()).combine_chunks() for name in keys.column_names]
+    return pc.binary_join_element_wise(*texts, _SEPARATOR)
 
 
 class PyicebergDeleteAddFiles(Writer):
@@ -145,7 +165,7 @@ class PyicebergDeleteAddFiles(Writer):
     def replace_rows(self, job: WriteJob, txn: Transaction, staged: StagedFiles, keys: ChangeKeys) -> None:
         """Stage in `txn`: the rows holding these keys deleted, the staged change files added."""
         change_files = list(staged.paths)
-        if len(keys.prints):
+        if keys.count:
             staged_before = {snapshot.snapshot_id for snapshot in txn.table_metadata.snapshots}
             values = [value for chunk in job.source.column(keys.columns[0]) for value in chunk.to_pylist()]
             txn.delete(In(keys.columns[0], values))
@@ -166,7 +186,7 @@ class PyicebergRewriteAddFiles(PyicebergDeleteAddFiles):
         rewritten: list[str] = []
         mapping = txn.table_metadata.name_mapping()
         batch_rows = job.source.batch_rows
-        for data_file in _live_data_files(job.table) if len(keys.prints) else []:
+        for data_file in _live_data_files(job.table) if keys.count else []:
             if not keys.may_be_in(data_file):
                 continue
             rewrite = _rewrite_without(job.table, data_file.file_path, keys, mapping, staged, batch_rows)

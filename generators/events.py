@@ -53,7 +53,7 @@ KEY_DIGITS = 12
 SPAN_US = 30 * 86_400 * 10**6  # the events' 30 days
 JITTER_US = 3_600 * 10**6  # an event's time: its place in the log, give or take an hour
 _START_US = int(datetime(2026, 10, 1, tzinfo=UTC).timestamp()) * 10**6
-_POOL = (1, 12)  # lengths of the strings inside nested values
+_POOL = (8, 64)  # lengths of the strings inside nested values: names, SKUs, cities, URLs
 ADDRESS = pa.struct([("city", pa.string()), ("zip", pa.string())])
 ITEM = pa.struct([("sku", pa.string()), ("qty", pa.int32()), ("price", pa.decimal128(38, 9))])
 

@@ -28,7 +28,6 @@ from generators.keys import KEY_SPACE_FILE
 from generators.manifest import (
     DatasetManifest,
     FileEntry,
-    file_entry,
     part_name,
     prepare_dataset_dir,
     schema_fields,
@@ -38,13 +37,14 @@ from generators.wide import (
     _GENERATORS,
     NULL_FRACTION,
     STRING_POOL_SIZE,
+    BaseFile,
     _bitmap,
     _from_numpy,
     _string_pool,
     _valid_mask,
-    parquet_writer,
+    file_rows,
     rows_per_group,
-    write_row_group,
+    write_set_file,
 )
 
 EVENT_KEY = "event_id"
@@ -205,14 +205,8 @@ def events_batch(
 
 
 @dataclass(frozen=True)
-class EventsFile:
-    path: Path
-    index: int
-    columns: int
-    seed: int
-    first_key: int
-    rows: int
-    total: int
+class EventsFile(BaseFile):
+    total: int  # events in the whole log: a key's place in it is its time
 
 
 def _events_batches(task: EventsFile) -> Iterator[pa.RecordBatch]:
@@ -225,11 +219,7 @@ def _events_batches(task: EventsFile) -> Iterator[pa.RecordBatch]:
 
 
 def _write_events_file(task: EventsFile) -> tuple[FileEntry, Checksum]:
-    checksum = Checksum()
-    with parquet_writer(task.path, events_schema(task.columns)) as writer:
-        for batch in _events_batches(task):
-            write_row_group(writer, batch, checksum)
-    return file_entry(task.path, task.rows), checksum
+    return write_set_file(task.path, events_schema(task.columns), _events_batches(task), task.rows)
 
 
 def generate_events(
@@ -252,8 +242,7 @@ def generate_events(
     out = Path(out)
     prepare_dataset_dir(out)
     tasks, first = [], 0
-    for index in range(files):
-        count = rows // files + (index < rows % files)
+    for index, count in enumerate(file_rows(rows, files)):
         tasks.append(EventsFile(out / part_name(index), index, columns, seed, first, count, rows))
         first += count
     results = run_tasks(_write_events_file, tasks, workers=workers, progress=progress)

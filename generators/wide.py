@@ -169,11 +169,23 @@ def base_batches(task: BaseFile) -> Iterator[pa.RecordBatch]:
 
 
 def _write_base_file(task: BaseFile) -> tuple[FileEntry, Checksum]:
+    return write_set_file(task.path, wide_schema(task.columns), base_batches(task), task.rows)
+
+
+def write_set_file(
+    path: Path, schema: pa.Schema, batches: Iterator[pa.RecordBatch], rows: int
+) -> tuple[FileEntry, Checksum]:
+    """A generated set's file: each batch hashed and written as a row group."""
     checksum = Checksum()
-    with parquet_writer(task.path, wide_schema(task.columns)) as writer:
-        for batch in base_batches(task):
+    with parquet_writer(path, schema) as writer:
+        for batch in batches:
             write_row_group(writer, batch, checksum)
-    return file_entry(task.path, task.rows), checksum
+    return file_entry(path, rows), checksum
+
+
+def file_rows(rows: int, files: int) -> list[int]:
+    """`rows` split over `files` files, the first ones a row longer where they do not divide."""
+    return [rows // files + (index < rows % files) for index in range(files)]
 
 
 def plan_base(out: Path, *, rows: int, columns: int, files: int, seed: int, first_key: int) -> list[BaseFile]:
@@ -191,10 +203,9 @@ def plan_base(out: Path, *, rows: int, columns: int, files: int, seed: int, firs
     out = Path(out)
     prepare_dataset_dir(out)
     tasks, next_key = [], first_key
-    for index in range(files):
-        file_rows = rows // files + (index < rows % files)
-        tasks.append(BaseFile(out / part_name(index), index, columns, seed, next_key, file_rows))
-        next_key += file_rows
+    for index, count in enumerate(file_rows(rows, files)):
+        tasks.append(BaseFile(out / part_name(index), index, columns, seed, next_key, count))
+        next_key += count
     return tasks
 
 

@@ -13,6 +13,7 @@ A key is found in its space by a 64-bit fingerprint, the checksum's row hash of 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -50,10 +51,11 @@ class KeyScan:
 
     def mask(self, data: Data) -> pa.Array:
         """Which rows of `data` (holding the key columns) lie in the bounds."""
-        masks = [
-            pc.and_(pc.greater_equal(data.column(name), low), pc.less_equal(data.column(name), high))
-            for name, low, high in self.bounds
-        ]
+        masks = []
+        for name, low, high in self.bounds:
+            values = plain(data.column(name))
+            low, high = plain_value(low), plain_value(high)
+            masks.append(pc.and_(pc.greater_equal(values, low), pc.less_equal(values, high)))
         combined = masks[0]
         for more in masks[1:]:
             combined = pc.and_(combined, more)
@@ -125,7 +127,7 @@ class KeySpace:
             np.linspace(max(low, 0), max(low, 0) + size - 1, min(size, SCAN_SAMPLE)).astype(np.int64)
         )
         sample = pa.array(self._first_column_at(picks))
-        ordered = pc.take(sample, pc.sort_indices(sample)).to_pylist()
+        ordered = pc.take(sample, pc.sort_indices(plain(sample))).to_pylist()
         return KeyScan.of_range(
             self.columns[0], ordered[0], ordered[max(1, round(len(ordered) * fraction)) - 1]
         )
@@ -184,6 +186,21 @@ def fingerprints(data: Data, columns: tuple[str, ...] | list[str]) -> np.ndarray
     from generators.checksum import row_hashes
 
     return row_hashes(pa.table({name: data.column(name) for name in columns}))
+
+
+def plain(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """An extension array (uuid) as its storage, which Arrow's compute kernels take and which
+    orders as the type does (a uuid's 16 bytes, big-endian)."""
+    if not isinstance(values.type, pa.BaseExtensionType):
+        return values
+    if isinstance(values, pa.ChunkedArray):
+        return pa.chunked_array([chunk.storage for chunk in values.chunks], values.type.storage_type)
+    return values.storage
+
+
+def plain_value(value: Any) -> Any:
+    """A key value as plain() compares it: a uuid as its 16 bytes."""
+    return value.bytes if isinstance(value, uuid.UUID) else value
 
 
 def describe_values(values: dict[str, Any]) -> str:

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from generators.datasets import DataSet, DataSets, ProgressFactory, round_changes, round_set
+from generators.keys import plain
 from generators.manifest import part_name
 from generators.source import row_group_batches
 from generators.your_data import READ_ROWS, derived_set
@@ -178,7 +179,7 @@ class _NewKeys:
             with pq.ParquetFile(path) as parquet:
                 for batch in parquet.iter_batches(READ_ROWS, columns=[column]):
                     kind = batch.schema.field(0).type
-                    top = pc.max(batch.column(0)).as_py()
+                    top = pc.max(plain(batch.column(0))).as_py()
                     largest = top if largest is None or (top is not None and top > largest) else largest
         if kind is None or largest is None:
             raise SourceError(f"{base.directory}: no key to make new keys past (the set is empty)")

@@ -305,3 +305,21 @@ def test_a_column_dropped_or_renamed_since_the_files_were_written(tmp_path, tiny
     expected = Checksum.of(kept) + Checksum.of(changes)
     content = read_content(table.refresh())
     assert (content.rows, content.checksum) == (expected.rows, expected.hex)
+
+
+def test_change_keys_of_any_type_and_of_several_columns():
+    from uuid import UUID
+
+    from pyiceberg.types import StringType, UUIDType
+
+    strings = ChangeKeys.of_keys(pa.table({"k": pa.array(["b", "a"], pa.large_string())}), 1, StringType())
+    assert strings.members(pa.table({"k": ["a", "c", None, "b"]})).tolist() == [True, False, False, True]
+    ids = pa.array([UUID(int=7).bytes, UUID(int=3).bytes], pa.uuid())
+    uuids = ChangeKeys.of_keys(pa.table({"k": ids}), 1, UUIDType())
+    probe = pa.array([UUID(int=3).bytes, UUID(int=4).bytes], pa.uuid())
+    assert uuids.members(pa.table({"k": probe})).tolist() == [True, False]
+    pairs = ChangeKeys.of_keys(pa.table({"r": ["eu", "us"], "n": [1, 1]}), 1, StringType())
+    found = pairs.members(pa.table({"r": ["us", "us", "eu"], "n": [1, 2, None]}))
+    assert found.tolist() == [True, False, False]
+    with pytest.raises(ValueError, match="repeats 1 keys of r, n"):
+        ChangeKeys.of_keys(pa.table({"r": ["eu", "eu"], "n": [1, 1]}), 1, StringType())

@@ -51,6 +51,9 @@ KEY_TYPES = {
     "decimal": pa.array([Decimal(i).scaleb(-9) for i in range(ROWS)], pa.decimal128(38, 9)),
     "binary": pa.array([i.to_bytes(4, "big") for i in range(ROWS)], pa.binary()),
     "uuid": pa.array([uuid.UUID(int=i * 7919).bytes for i in range(ROWS)], pa.binary(16)),
+    "uuid extension": pa.ExtensionArray.from_storage(
+        pa.uuid(), pa.array([uuid.UUID(int=i * 7919).bytes for i in range(ROWS)], pa.binary(16))
+    ),
     "int32": pa.array(range(0, 3 * ROWS, 3), pa.int32()),  # sparse: ranked like any other key
 }
 

@@ -40,6 +40,7 @@ from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
 from pyiceberg.table import Table, TableProperties, Transaction
 from pyiceberg.types import IcebergType, IntegerType, LongType
 
+from generators.keys import plain
 from generators.source import row_group_batches
 from harness.engines.writers.base import StepTimer, WriteJob, Writer
 from harness.engines.writers.staged_files import StagedFiles, staged_files
@@ -89,7 +90,7 @@ class ChangeKeys:
         if duplicates := keys.num_rows - distinct:
             named = ", ".join(keys.column_names)
             raise ValueError(f"the change set repeats {duplicates:,} keys of {named}: no upsert executed")
-        bounds = pc.min_max(keys.column(0))
+        bounds = pc.min_max(plain(keys.column(0)))
         return cls(
             tuple(keys.column_names), first_field_id, first_type, integers, values,
             bounds["min"].as_py(), bounds["max"].as_py(),
@@ -97,7 +98,9 @@ class ChangeKeys:
 
     @property
     def count(self) -> int:
-        return len(self.integers if self.integers is not None else self.values if self.values is not None else [])
+        return len(
+            self.integers if self.integers is not None else self.values if self.values is not None else []
+        )
 
     def members(self, keys: pa.Table) -> np.ndarray:
         """A boolean mask: which rows of `keys` (the key columns, by their current names) hold a
@@ -139,7 +142,7 @@ def _one_array(keys: pa.Table) -> pa.Array:
     """The key columns as one array: the column itself, or its columns as text joined by
     _SEPARATOR (a null where any is null)."""
     if keys.num_columns == 1:
-        column = keys.column(0).combine_chunks()
+        column = plain(keys.column(0)).combine_chunks()
         return column.cast(pa.string()) if pa.types.is_large_string(column.type) else column
     texts = [keys.column(name).cast(pa.string()).combine_chunks() for name in keys.column_names]
     return pc.binary_join_element_wise(*texts, _SEPARATOR)

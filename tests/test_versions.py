@@ -115,3 +115,26 @@ def test_any_writer_library_has_variants(settings, tiny_sets):
     (record,) = read_runs(newest_results_folder(settings.results_dir))
     assert (record.variant, record.versions["polars"]) == (f"polars {OLD_POLARS}", OLD_POLARS)
     assert record.status == "ok" and record.verdict.passed
+
+
+def test_an_env_made_for_a_vanished_checkout_is_pointed_at_this_one(tmp_path):
+    """A library env whose `.pth` names a main environment that is gone (another checkout's, a venv
+    made anew) would start workers without pyarrow: it is pointed at this one when used."""
+    import subprocess
+    import sysconfig
+    import venv
+
+    from harness.services.envs import READY, env_name, requirements_env
+
+    folder = tmp_path / env_name(["somelib==1.0"])
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(folder)
+    (folder / READY).write_text("somelib==1.0\n")
+    python = requirements_env(["somelib==1.0"], tmp_path)
+    (link,) = folder.rglob("icebench-main.pth")
+    link.write_text("/gone/.venv/lib/python3.11/site-packages\n/gone\n")
+    assert requirements_env(["somelib==1.0"], tmp_path) == python
+    assert link.read_text().splitlines()[0] == sysconfig.get_path("purelib")
+    imported = subprocess.run(
+        [str(python), "-c", "import pyarrow, harness"], capture_output=True, check=False
+    )
+    assert imported.returncode == 0, imported.stderr

@@ -42,16 +42,10 @@ def requirements_env(requirements: Sequence[str], root: Path) -> Path:
     folder = root / env_name(requirements)
     python = folder / "bin" / "python"
     if (folder / READY).is_file():
+        _point_at_main(python)  # an env made by another checkout or venv of icebench
         return python
     venv.EnvBuilder(with_pip=False, clear=True, symlinks=True).create(folder)
-    site_packages = Path(
-        subprocess.run(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-            capture_output=True, text=True, check=True,
-        ).stdout.strip()
-    )  # fmt: skip
-    # After the env's own packages on sys.path: the main environment, then the harness itself.
-    (site_packages / "icebench-main.pth").write_text(f"{sysconfig.get_path('purelib')}\n{REPO_ROOT}\n")
+    _point_at_main(python)
     done = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
          "--disable-pip-version-check", *requirements],
@@ -62,6 +56,21 @@ def requirements_env(requirements: Sequence[str], root: Path) -> Path:
         raise IcebenchError(f"cannot install {' '.join(requirements)} into {folder}: {last}")
     (folder / READY).write_text("\n".join(requirements) + "\n")
     return python
+
+
+def _point_at_main(python: Path) -> None:
+    """After the env's own packages on sys.path: this main environment, then this harness (its
+    `.pth`, rewritten when the env was made for another, which may be gone)."""
+    site_packages = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()
+    )  # fmt: skip
+    link = site_packages / "icebench-main.pth"
+    wanted = f"{sysconfig.get_path('purelib')}\n{REPO_ROOT}\n"
+    if not link.is_file() or link.read_text() != wanted:
+        link.write_text(wanted)
 
 
 def pinned_versions(requirements: Sequence[str]) -> dict[str, str]:

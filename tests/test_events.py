@@ -102,3 +102,17 @@ def test_an_events_set_runs_append_replace_and_upsert(cli_settings, events: Path
     newest = max(cli_settings.results_dir.iterdir(), key=lambda p: p.stat().st_mtime)
     record = read_runs(newest)[-1]
     assert record.status == "ok" and record.verdict.passed, record.verdict
+
+
+def test_a_reader_that_cannot_read_nested_columns_leaves_the_table_unjudged(cli_settings, events: Path):
+    """An upsert by equality deletes is judged by a reader that applies them with pyarrow's hash
+    join, which carries no struct, list or map column: the harness's limit, never the writer's
+    failure."""
+    args = ["run", "--results", str(cli_settings.results_dir), "--memory", "1g", "--source", str(events)]
+    assert main([*args, "--scenario", "upsert", "--writer", "pyiceberg-equality-delete"]) == 0
+    newest = max(cli_settings.results_dir.iterdir(), key=lambda p: p.stat().st_mtime)
+    record = read_runs(newest)[-1]
+    assert record.status == "ok" and record.verdict.unjudged, record.verdict
+    (unread,) = record.verdict.failed
+    assert unread.name == "table_readable" and unread.harness_limit
+    assert "is not supported in join" in unread.reason

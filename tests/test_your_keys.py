@@ -20,6 +20,7 @@ from generators.your_changes import your_changes, your_replacement
 from generators.your_data import your_data
 from harness.base.errors import SourceError
 from harness.judge.oracle import capture_state, judge
+from harness.judge.readback import read_content
 from harness.model import RowSource
 from scenarios.base import expect_set, expect_upserted
 
@@ -228,3 +229,17 @@ def test_an_upsert_that_kept_an_old_value_fails_the_checksum_naming_the_key(
 def test_the_key_space_tells_an_unknown_key_from_every_known_one():
     space = KeySpace(("k",))
     assert not space.ranked and space.numbers(pa.table({"k": [5, -3]})).tolist() == [5, -3]
+
+
+@pytest.mark.parametrize("ranked", [False, True])
+def test_a_table_whose_files_lack_the_key_holds_null_keys(catalog: SqlCatalog, tmp_path: Path, ranked: bool):
+    """Rows without their key column are counted as null keys, whatever the key's numbering."""
+    rows = keyed(KEY_TYPES["string"]).drop_columns(["k"])
+    table = catalog.create_table("yours.keyless", schema=rows.schema)
+    pq.write_table(rows, tmp_path / "keyless.parquet")
+    table.add_files([str(tmp_path / "keyless.parquet")])
+    space = (
+        your_set(tmp_path, keyed(KEY_TYPES["string"]), ["k"]).manifest.keys if ranked else KeySpace(("k",))
+    )
+    content = read_content(table, keys=space)
+    assert content.null_keys == ROWS and len(content.keys) == 0 and content.rows == ROWS

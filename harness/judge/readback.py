@@ -258,10 +258,11 @@ class _RowGroupHashing:
         if key.num_columns < len(self.key_parts):  # a key column the files lack: every key is null
             key = pa.table({"absent": pa.nulls(self.unit.visible_rows)})
         valid = ~key_nulls(key, self.keys.columns)
+        numbers = self.keys.numbers(key.filter(valid)) if valid.any() else np.empty(0, np.int64)
         return _RowGroupContent(
             unit=self.unit,
             hashes=hashes,
-            keys=self.keys.numbers(key.filter(valid)),
+            keys=numbers,
             keyed_hashes=hashes.first_lanes[valid],
             null_keys=int(len(valid) - np.count_nonzero(valid)),
         )

@@ -80,7 +80,13 @@ class KeySpace:
         return self._index.numbers(fingerprints(data, self.columns))
 
     def __len__(self) -> int:
-        return len(self._index.prints) if self.ranked else 0
+        return self._size if self.ranked else 0
+
+    @cached_property
+    def _size(self) -> int:
+        """The keys in the space, from its files' footers: no key read, none hashed (the scan
+        program and a reason's values need no fingerprint)."""
+        return sum(pq.read_metadata(path).num_rows for path in self.files)
 
     def values(self, numbers: list[int]) -> list[dict[str, Any] | None]:
         """The key columns' values of each of `numbers` (None: a number of no key in the space)."""

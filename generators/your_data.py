@@ -22,6 +22,7 @@ import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -137,8 +138,9 @@ class _Keying:
     new_keys: int = 0
     writer: pq.ParquetWriter | None = None
 
-    @property
+    @cached_property
     def base_space(self) -> KeySpace | None:
+        """One for the whole derivation: its fingerprint index is built once, not per batch."""
         return self.base.manifest.keys if self.base else None
 
     def numbers(self, keys: pa.Table) -> np.ndarray:

@@ -578,7 +578,7 @@ def _content_checks(table: Table, content: TableContent, expected: Expectation) 
             passed=duplicates == 0 and content.null_keys == 0,
             expected=0,
             actual=duplicates,
-            reason=repeated_keys_reason(content.keys, partial(key_name, table, expected_keys(expected)))
+            reason=repeated_keys_reason(content.keys, partial(key_name, table, content.key_space))
             if duplicates
             else _reason(content.null_keys, "null keys"),
         ),
@@ -589,7 +589,7 @@ def _content_checks(table: Table, content: TableContent, expected: Expectation) 
             actual={"distinct": len(unique), "in_expected_ranges": in_ranges},
             reason=None
             if key_set_ok
-            else _key_set_reason(table, unique, expected, in_ranges, expected_count),
+            else _key_set_reason(table, content, expected, in_ranges, expected_count),
         ),
         _content_checksum_check(table, content, expected),
     ]
@@ -614,7 +614,7 @@ def _content_checksum_check(table: Table, content: TableContent, expected: Expec
     if check.passed or expected.sources is None:
         return check
     try:
-        where = first_difference(table, content, expected.sources, expected_keys(expected))
+        where = first_difference(table, content, expected.sources, content.key_space)
     except Exception as exc:  # the verdict stands without the detail, which says why it is missing
         where = f"the first differing key is not known ({type(exc).__name__}: {exc})"
     if where:
@@ -625,11 +625,11 @@ def _content_checksum_check(table: Table, content: TableContent, expected: Expec
 
 
 def _key_set_reason(
-    table: Table, unique: np.ndarray, expected: Expectation, in_ranges: int, expected_count: int
+    table: Table, content: TableContent, expected: Expectation, in_ranges: int, expected_count: int
 ) -> str:
     """How many expected keys are missing and unexpected keys present, each with its first key
     (found only now that the check has failed)."""
-    ranges, space = expected.key_ranges, expected_keys(expected)
+    unique, ranges, space = content.unique_keys, expected.key_ranges, content.key_space
     missing, unexpected = expected_count - in_ranges, len(unique) - in_ranges
 
     def first(number: int | None) -> str:

@@ -95,8 +95,9 @@ class TableContent:
 
     rows: int
     checksum: str
-    keys: np.ndarray
+    keys: np.ndarray  # each visible row's key number in `key_space` (generators/keys.py)
     null_keys: int
+    key_space: KeySpace = GENERATED_KEYS  # the space the keys were numbered in, its index built
     # Each visible row's hash (generators/checksum.py), beside its key in `keys`: what the checksum
     # sums, kept (8 bytes a row) so a checksum that fails can be traced to its first differing key.
     row_hashes: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))
@@ -175,6 +176,7 @@ def read_content(
         equality_delete_files=equality_deletes.count,
         delete_files=len({delete.file_path for task in tasks for delete in task.delete_files}),
         scan_s=reading.seconds,
+        key_space=keys,
     )
 
 

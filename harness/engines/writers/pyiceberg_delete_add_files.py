@@ -98,9 +98,8 @@ class ChangeKeys:
 
     @property
     def count(self) -> int:
-        return len(
-            self.integers if self.integers is not None else self.values if self.values is not None else []
-        )
+        keys = self.integers if self.integers is not None else self.values
+        return len(keys) if keys is not None else 0
 
     def members(self, keys: pa.Table) -> np.ndarray:
         """A boolean mask: which rows of `keys` (the key columns, by their current names) hold a

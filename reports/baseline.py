@@ -209,11 +209,12 @@ def status_text(statuses: Sequence[str]) -> str:
 
 
 def newest_results_folder(root: Path) -> Path:
-    """The latest folder under the results root that holds results (run ids begin with their time)."""
+    """The latest folder under the results root that holds results: run ids begin with their time, to
+    the second; two runs begun in one second are told apart by when their results were last written."""
     folders = [f for f in root.iterdir() if _holds_results(f)] if root.is_dir() else []
     if not folders:
         raise IcebenchError(f"no results folder under {root}: name one, or run icebench matrix first")
-    return max(folders, key=lambda folder: folder.name)
+    return max(folders, key=lambda folder: (folder.name[:15], (folder / "runs.jsonl").stat().st_mtime_ns))
 
 
 def _holds_results(folder: Path) -> bool:

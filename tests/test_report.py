@@ -112,3 +112,15 @@ def test_writers_that_did_not_run_are_listed_with_their_reason(capsys, settings,
     capsys.readouterr()
     assert main(["summary", str(folder), "--markdown"]) == 0
     assert row in capsys.readouterr().out
+
+
+def test_the_newest_of_two_runs_begun_in_one_second_is_the_one_written_last(tmp_path):
+    """Run ids are stamped to the second; their random tails must not decide which is newest."""
+    import os
+
+    later, earlier = tmp_path / "20261126-083818-000000", tmp_path / "20261126-083818-ffffff"
+    for age, folder in enumerate([later, earlier]):
+        folder.mkdir()
+        (folder / "runs.jsonl").write_text("")
+        os.utime(folder / "runs.jsonl", ns=(10**18 - age, 10**18 - age))
+    assert newest_results_folder(tmp_path) == later

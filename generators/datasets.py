@@ -21,7 +21,7 @@ from generators.events import generate_events
 from generators.faults import DAMAGES, Damage, damaged_copy, intact_files
 from generators.manifest import MANIFEST_FILE, DatasetManifest, ManifestError
 from generators.presets import Preset
-from generators.wide import generate_base
+from generators.wide import GENERATION, generate_base
 from harness.base.errors import IcebenchError, SourceError, close_match, one_line, warn
 
 # Base-like sets of their own seed whose keys follow each other's: base 0..rows-1, replacement
@@ -92,7 +92,11 @@ class DataCache:
         self.insert_ratio = insert_ratio
 
     def folder(self, preset: Preset) -> Path:
-        return self.root / f"{preset.name}-{preset.rows}x{preset.columns}-f{preset.files}-seed{self.seed}"
+        generation = f"-g{GENERATION}" if preset.shape == "wide" and GENERATION > 1 else ""
+        return (
+            self.root
+            / f"{preset.name}-{preset.rows}x{preset.columns}-f{preset.files}-seed{self.seed}{generation}"
+        )
 
     def ensure(
         self, preset: Preset, names: Iterable[str], progress: ProgressFactory | None = None

@@ -31,6 +31,15 @@ def column_tag(name: str) -> str:
     return name.split("_", 1)[1]
 
 
+def recent_timestamps(name: str) -> bool:
+    """Whether a generated column is one of the timestamps spread over 30 days (every second
+    timestamp column: c017_ts, c037_ts, ...); the others span 30 years."""
+    if column_tag(name) != "ts":
+        return False
+    index = int(name[1:].split("_", 1)[0])
+    return (index - 1) // len(_TAGS) % 2 == 1
+
+
 def wide_schema(columns: int, *, evolved: bool = False) -> pa.Schema:
     """`id` plus `columns - 1` value columns; every field nullable so Iceberg makes them optional."""
     if columns < 2:

@@ -22,7 +22,14 @@ from generators.manifest import (
     schema_fields,
 )
 from generators.parallel import Progress, report_progress, run_tasks
-from generators.schema import COLUMN_TYPES, EVOLVED_COLUMN, KEY_COLUMN, column_tag, wide_schema
+from generators.schema import (
+    COLUMN_TYPES,
+    EVOLVED_COLUMN,
+    KEY_COLUMN,
+    column_tag,
+    recent_timestamps,
+    wide_schema,
+)
 
 ROW_GROUP_VALUE_BYTES = 48 * 2**20
 # A base set's bounds (generate's flags): keys are int64, with room above a set for the others' blocks.
@@ -36,6 +43,11 @@ STRING_POOL_SIZE = 4096
 _POOL_SEED = 0x1CEBE4C4  # fixed: the pools are vocabularies, the per-row picks carry the seed
 _TS_RANGE = tuple(int(datetime(year, 1, 1, tzinfo=UTC).timestamp()) * 10**6 for year in (2000, 2030))
 _DAY_RANGE = tuple((date(year, 1, 1) - date(1970, 1, 1)).days for year in (2000, 2030))
+# Every second timestamp column (c017_ts, c037_ts, ...) spans 30 days, as event times do: a `day`
+# partition of it has 30 partitions where one of the others' would have 11,000.
+_RECENT_TS_RANGE = tuple(int(datetime(2026, 1, day, tzinfo=UTC).timestamp()) * 10**6 for day in (1, 31))
+# Bumped when what a base set holds changes: a cached set of another generation is made again.
+GENERATION = 2
 
 ColumnGenerator = Callable[[np.random.Generator, int], pa.Array]
 
@@ -64,10 +76,16 @@ def build_batch(schema: pa.Schema, ids: np.ndarray, rng: np.random.Generator) ->
     """Rows with the given keys and fresh random values; string columns come dictionary-encoded
     over their pool (write_row_group decodes them)."""
     arrays = [
-        pa.array(ids, pa.int64()) if name == KEY_COLUMN else _GENERATORS[column_tag(name)](rng, len(ids))
+        pa.array(ids, pa.int64()) if name == KEY_COLUMN else _generator(name)(rng, len(ids))
         for name in schema.names
     ]
     return pa.RecordBatch.from_arrays(arrays, names=schema.names)
+
+
+def _generator(name: str) -> ColumnGenerator:
+    if recent_timestamps(name):
+        return _RECENT_TIMESTAMPS
+    return _GENERATORS[column_tag(name)]
 
 
 def _valid_mask(rng: np.random.Generator, count: int, null_fraction: float) -> np.ndarray | None:
@@ -142,6 +160,9 @@ _GENERATORS: dict[str, ColumnGenerator] = {
     "text": _strings(20, 200),
     EVOLVED_COLUMN: _strings(20, 200, null_fraction=0.0),
 }
+
+
+_RECENT_TIMESTAMPS = _integers(COLUMN_TYPES["ts"], *_RECENT_TS_RANGE)
 
 
 @dataclass(frozen=True)

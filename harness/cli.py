@@ -50,6 +50,7 @@ from generators.your_changes import sets_of_yours
 from generators.your_data import your_data
 from harness.base.caps import ISOLATIONS, check_cap_fits, format_size, parse_size, resolve_isolation
 from harness.base.errors import IcebenchError, IcebenchWarning, failure_line, first_error, warn
+from harness.base.layout import parse_partition, parse_property, parse_sort
 from harness.base.ownership import owned
 from harness.base.redaction import redact
 from harness.base.results import ResultsStore, environment, read_runs, version_text
@@ -67,11 +68,12 @@ from harness.engines.spark import SparkOptions, check_spark_master
 from harness.engines.spark_generate import generate_base_on_spark
 from harness.engines.verifiers import get_verifier, verifier_names, verifiers
 from harness.engines.writers import get_writer, writers
-from harness.model import EngineOptions, Operation, RunRecord
+from harness.model import EngineOptions, Operation, RunRecord, TableLayout
 from harness.run.matrix import (
     MatrixConfig,
     MatrixEvents,
     ProgressFactory,
+    check_layouts,
     comma_list,
     default_scenarios,
     default_writers,
@@ -286,11 +288,29 @@ def _versions(text: str) -> list[str]:
 
 
 def _size(text: str) -> str:
+    """A size, or (matrix --memory) several comma-separated, each checked."""
     try:
-        parse_size(text)
+        for size in comma_list(text) or [text]:
+            parse_size(size)
     except IcebenchError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return text
+
+
+def _cap_list(text: str | None) -> list[str] | None:
+    """matrix --memory 2g,4g: the cap axis; one size is the settings' cap."""
+    return comma_list(text) if text and "," in text else None
+
+
+def _largest_cap(args: argparse.Namespace) -> str | None:
+    """The --memory the settings hold: the largest of a cap axis (every check is held to it)."""
+    if not args.memory or "," not in args.memory:
+        return args.memory
+    if args.command != "matrix":
+        raise IcebenchError(
+            f"--memory {args.memory}: several caps are matrix's axis; {args.command} takes one"
+        )
+    return max(comma_list(args.memory), key=parse_size)
 
 
 def _spark_master(text: str) -> str:
@@ -468,6 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--writer", required=True, help=one_of(writers()))
     run.add_argument("--preset", default="tiny", help=f"{one_of(PRESETS)} (default tiny)")
     _add_source(run)
+    _add_layout(run)
     run.add_argument(
         "--base", metavar="PATH", help="the set the table holds before (replace, upsert), as --source"
     )
@@ -555,6 +576,49 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def _add_layout(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--partition", metavar="SPEC", action="append", type=_partition,
+        help="partition the table: day(ts), bucket[16](id) or bucket(16, id), truncate[4](name), a "
+        "column; several fields comma-separated; 'none' unpartitioned; given again, another table",
+    )  # fmt: skip
+    parser.add_argument(
+        "--sort", metavar="COL[,COL]", type=_sort, help="the table's sort order, e.g. 'c001_int32 desc'"
+    )
+    parser.add_argument(
+        "--table-property", metavar="KEY=VALUE", action="append", type=_table_property,
+        help="a table property, e.g. write.target-file-size-bytes=134217728, format-version=1",
+    )  # fmt: skip
+
+
+def _partition(text: str) -> str:
+    return _parsed(parse_partition, text)
+
+
+def _sort(text: str) -> str:
+    return _parsed(parse_sort, text)
+
+
+def _table_property(text: str) -> str:
+    return _parsed(parse_property, text)
+
+
+def _parsed(parse: Callable[[str], object], text: str) -> str:
+    """The flag's text, once `parse` took it (its one-line error otherwise)."""
+    try:
+        parse(text)
+    except IcebenchError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _layouts(args: argparse.Namespace) -> list[TableLayout]:
+    """The tables `run` writes: one per --partition, each with --sort and the --table-property's."""
+    return MatrixConfig(
+        partitions=args.partition or [""], sort=args.sort or "", table_properties=args.table_property or []
+    ).layouts()
+
+
 def _add_matrix_and_scale(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     matrix = commands.add_parser("matrix", help="every scenario x writer (x preset), with a summary table")
     matrix.add_argument(
@@ -586,7 +650,12 @@ def _add_matrix_and_scale(commands: argparse._SubParsersAction[argparse.Argument
         type=_names,
         help="the writers on the scale axis (default: the matrix's; alone, over 50,100,200 batches)",
     )
+    matrix.add_argument(
+        "--find-cap", action="store_true", default=None,
+        help="bisect the smallest cap each pair survives (to ~10%%), below the largest --memory",
+    )  # fmt: skip
     matrix.add_argument("--report", action="store_true", help="end by writing report.html / report.md")
+    _add_layout(matrix)
     _add_source(matrix)
     _common(matrix)
 
@@ -655,7 +724,7 @@ def _add_baseline_compare_gate(commands: argparse._SubParsersAction[argparse.Arg
 def _settings(args: argparse.Namespace) -> Settings:
     settings = load_settings(
         args.config,
-        memory=args.memory,
+        memory=_largest_cap(args),
         harness_memory=args.harness_memory,
         allow_overcommit=args.allow_overcommit,
         allow_memory_above_box=args.allow_memory_above_box,
@@ -860,7 +929,13 @@ def cmd_run(args: argparse.Namespace) -> None:
     get_preset(args.preset)
     settings = _settings(args)
     preset, sets = _run_sets(args, settings)
-    plan = RunPlan(args.scenario, args.writer, preset, sets, settings.batch_rows, parse_size(settings.memory))
+    layouts = _layouts(args)
+    check_layouts(layouts, [args.scenario], sets)
+    cap = parse_size(settings.memory)
+    plans = [
+        RunPlan(args.scenario, args.writer, preset, sets, settings.batch_rows, cap, layout=layout)
+        for layout in layouts
+    ]
     with _session(settings) as (store, stack):
         doing = f"{args.scenario} x {args.writer} on {stack.name}: set-up, capped worker, oracle"
         with console.status(doing) as status:
@@ -871,6 +946,7 @@ def cmd_run(args: argparse.Namespace) -> None:
             records = [
                 Runner(settings, store, stack, variant, on_progress=fed).run(plan)
                 for variant in variants(settings.library_versions)
+                for plan in plans
             ]
     _print_results(records, title=f"icebench run {store.run_id}")
     for record in records:
@@ -974,6 +1050,11 @@ def cmd_matrix(args: argparse.Namespace) -> None:
             "repeat": ("--repeat", args.repeat),
             "batches": ("--batches", args.batches),
             "scale_writers": ("--scale", args.scale),
+            "partitions": ("--partition", args.partition),
+            "sort": ("--sort", args.sort),
+            "table_properties": ("--table-property", args.table_property),
+            "memory": ("--memory", _cap_list(args.memory)),
+            "find_cap": ("--find-cap", args.find_cap),
         },
     )
     config = asked.resolved()
@@ -983,6 +1064,12 @@ def cmd_matrix(args: argparse.Namespace) -> None:
     axis = f", {len(config.scale_writers)} writers at {config.batches} batches" if config.batches else ""
     data = f"your data {args.source}" if your_sets is not None else f"presets {', '.join(config.presets)}"
     pairs = f"{len(config.scenarios)} scenarios x {len(config.writers)} writers"
+    if len(layouts := config.layouts()) > 1 or not layouts[0].plain:
+        pairs += f" x {len(layouts)} tables ({'; '.join(layout.label for layout in layouts)})"
+    if len(caps := config.caps(settings)) > 1:
+        pairs += f" x caps {', '.join(format_size(cap) for cap in caps)}"
+    if config.find_cap:
+        pairs += ", then the smallest cap each survives"
     what = f"{pairs} x {data}, {config.repeat}x each{axis}"
     workload = partial(run_matrix, settings, config, your_sets=your_sets)
     _exit_on_verdict(args, _run_workload("matrix", what, settings, args.report, workload))
@@ -1141,7 +1228,7 @@ def _harness_box_bytes(args: argparse.Namespace) -> int | None:
         return None
     settings = load_settings(
         args.config,
-        memory=args.memory,
+        memory=_largest_cap(args),
         harness_memory=args.harness_memory,
         allow_overcommit=args.allow_overcommit,
         allow_memory_above_box=args.allow_memory_above_box,

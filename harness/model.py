@@ -103,6 +103,37 @@ class Expectation(BaseModel):
     key_space: list[Path] = []
 
 
+class TableLayout(BaseModel, frozen=True):
+    """How a scenario's table is laid out (docs/layout-axis.md): its partition fields in Iceberg's
+    spelling (`day(c017_ts)`, `bucket[16](id)`), sort columns (`c001_int32`, `c002_int64 desc`)
+    and table properties. Parsed and checked against the schema by harness/base/layout.py."""
+
+    partition: tuple[str, ...] = ()
+    sort: tuple[str, ...] = ()
+    properties: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def partitioned(self) -> bool:
+        return bool(self.partition)
+
+    @property
+    def plain(self) -> bool:
+        """Unpartitioned, unsorted, no properties: the table every run had before layouts."""
+        return self == PLAIN_LAYOUT
+
+    @property
+    def label(self) -> str:
+        """One short cell: `day(c017_ts)`, `unpartitioned sort c001_int32`, `bucket[16](id) +2 props`."""
+        parts = [",".join(self.partition) or "unpartitioned"]
+        if self.sort:
+            parts.append("sort " + ",".join(self.sort))
+        parts += [f"{key}={value}" for key, value in self.properties]
+        return " ".join(parts)
+
+
+PLAIN_LAYOUT = TableLayout()
+
+
 class Rendezvous(BaseModel):
     """The workers of a concurrent run meet here once each has loaded the table and opened its
     source: all then write from the same snapshot, so their commits race for certain."""
@@ -247,6 +278,7 @@ class RunRecord(BaseModel):
     preset: str
     repeat: int = 0  # 0, 1, ... for repeated runs of one pair (matrix --repeat)
     variant: str | None = None  # e.g. "pyiceberg 0.9.1": the workers ran with that version
+    layout: TableLayout = PLAIN_LAYOUT  # the table's partitioning, sort order and properties
     # The rounds workload: which round (1, 2, ...) and phase of it this run was, on a table the
     # writer has written in every earlier phase. None for the matrix's runs.
     round: int | None = None
@@ -278,6 +310,13 @@ class RunRecord(BaseModel):
     manifests: int | None = None
     metadata_files: int | None = None
     metadata_bytes: int | None = None
+    # The current snapshot's data files by partition (harness/judge/partitions.py): how many
+    # partitions, the most files one holds, and the files' median size against the target size
+    # the table asks for (write.target-file-size-bytes, Iceberg's default where unset).
+    partitions: int | None = None
+    files_per_partition_max: int | None = None
+    data_file_median_bytes: int | None = None
+    target_file_bytes: int | None = None
     orphan_files: int | None = None  # files under the table location no metadata reaches
     orphan_bytes: int | None = None
     # The current snapshot's summary after the run (operation, added/deleted/total files and records).
@@ -377,6 +416,7 @@ class RunKey(BaseModel, frozen=True):
     batch_rows: int
     limit_rows: int | None = None  # the scale axis: the points of a fit are fed this prefix
     variant: str | None = None
+    layout: str | None = None  # TableLayout.label; None: the plain table
     round: int | None = None  # the rounds workload: round and phase
     phase: str | None = None
     writer_source: str | None = None
@@ -399,7 +439,15 @@ class RunKey(BaseModel, frozen=True):
 
     @property
     def text(self) -> str:
-        parts = (self.scenario, self.writer, self.preset, self.stack, *self._setup_parts(), self.variant)
+        parts = (
+            self.scenario,
+            self.writer,
+            self.preset,
+            self.stack,
+            *self._setup_parts(),
+            self.variant,
+            self.layout,
+        )
         return KEY_SEPARATOR.join(part for part in parts if part)
 
     def without_axis(self) -> RunKey:
@@ -421,6 +469,7 @@ def run_key(record: RunRecord) -> RunKey:
         batch_rows=record.batch_rows,
         limit_rows=record.limit_rows,
         variant=record.variant,
+        layout=None if record.layout.plain else record.layout.label,
         round=record.round,
         phase=record.phase,
         writer_source=record.writer_source,
@@ -517,6 +566,10 @@ METRICS: tuple[Metric, ...] = (
     Metric(name="manifests", label="manifests", unit="count", compare="delta", gate=Gate(kind="manifests", limit=0)),  # noqa: E501
     Metric(name="metadata_files", label="metadata files", unit="count"),
     Metric(name="metadata_bytes", label="metadata bytes", unit="bytes", plot=True),
+    Metric(name="partitions", label="partitions", unit="count", compare="delta"),
+    Metric(name="files_per_partition_max", label="files/partition", unit="count", compare="delta"),
+    Metric(name="data_file_median_bytes", label="file size", unit="bytes", better="higher"),
+    Metric(name="target_file_bytes", label="target size", unit="bytes", summary=False),
     Metric(name="orphan_files", label="orphans", unit="count", compare="delta", gate=Gate(kind="orphan_files", limit=0)),  # noqa: E501
     Metric(name="orphan_bytes", label="orphan bytes", unit="bytes", compare="delta", summary=False),
     Metric(name="full_scan_s", label="full scan s", unit="s", aggregate="median", gate=_SCAN_TIME),

@@ -26,9 +26,23 @@ from generators.datasets import DataSet, DataSets
 from generators.manifest import DatasetManifest, key_runs
 from generators.schema import EVOLVED_COLUMN
 from generators.source import ParquetSource
+from harness.base.layout import create_table
 from harness.engines.writers.base import Writer
+from harness.engines.writers.fanout_files import buffer_budget, fanout_data_files
+from harness.engines.writers.staged_files import staged_files
 from harness.judge.oracle import Evidence, operation_checks, replaced_files_deleted_check
-from harness.model import Check, Expectation, Feed, Operation, RowSource, WorkerEnd, WorkerResult, WorkerSpec
+from harness.model import (
+    PLAIN_LAYOUT,
+    Check,
+    Expectation,
+    Feed,
+    Operation,
+    RowSource,
+    TableLayout,
+    WorkerEnd,
+    WorkerResult,
+    WorkerSpec,
+)
 
 
 def expect_set(data: DataSet) -> Expectation:
@@ -169,10 +183,12 @@ class Scenario(ABC):
         """The table's schema after the run: as created, plus the evolutions the scenario makes."""
         return self.table_schema(sets)
 
-    def prepare(self, catalog: Catalog, namespace: str, sets: DataSets) -> Table:
-        """Creates the table and loads the initial set with one neutral add_files commit."""
+    def prepare(
+        self, catalog: Catalog, namespace: str, sets: DataSets, layout: TableLayout = PLAIN_LAYOUT
+    ) -> Table:
+        """Creates the table, laid out as asked, and loads the initial set with one neutral commit."""
         catalog.create_namespace_if_not_exists(namespace)
-        table = catalog.create_table(self.table_identifier(namespace), schema=self.table_schema(sets))
+        table = create_table(catalog, self.table_identifier(namespace), self.table_schema(sets), layout)
         if self.initial_set:
             register_set(table, sets[self.initial_set])
         return table
@@ -186,7 +202,11 @@ class Scenario(ABC):
 
 
 def register_set(table: Table, data: DataSet) -> None:
-    """Puts a generated set's files under the table location (hard links when local) and adds them."""
+    """Puts a generated set's files under the table location (hard links when local) and adds them;
+    into a partitioned table, its rows split by partition (add_files takes a file of one partition)."""
+    if not table.spec().is_unpartitioned():
+        load_partitioned(table, data)
+        return
     locations = table.location_provider()
     paths = []
     for entry in data.manifest.files:
@@ -195,6 +215,18 @@ def register_set(table: Table, data: DataSet) -> None:
         _place_file(data.directory / entry.name, target, table)
         paths.append(target)
     table.add_files(paths, check_duplicate_files=False)
+
+
+def load_partitioned(table: Table, data: DataSet) -> None:
+    """A set's rows written by partition (the fan-out writer's files) and added in one fast append."""
+    with staged_files(table) as staged:
+        batches = ParquetSource.open(data.directory, LOAD_BATCH_ROWS).batches()
+        data_files = fanout_data_files(table.metadata, table.io, staged, batches, buffer_budget(None))
+        txn = table.transaction()
+        with txn.update_snapshot().fast_append() as append:
+            for data_file in data_files:
+                append.append_data_file(data_file)
+        staged.commit(txn)
 
 
 def _place_file(source: Path, target: str, table: Table) -> None:
@@ -212,6 +244,7 @@ def _place_file(source: Path, target: str, table: Table) -> None:
         shutil.copyfileobj(src, dst, length=8 * 2**20)
 
 
+LOAD_BATCH_ROWS = 65_536  # the initial set's rows per batch into a partitioned table
 EVOLVED_FIELD = pa.field(EVOLVED_COLUMN, pa.string())
 
 

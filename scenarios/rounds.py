@@ -20,7 +20,7 @@ from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.table import Table
 
 from generators.datasets import round_changes, round_set
-from harness.model import Expectation, KeyRanges, Operation
+from harness.model import PLAIN_LAYOUT, Expectation, KeyRanges, Operation, TableLayout
 from scenarios.base import DataSets, Scenario, expect_both, expect_empty, expect_set, expect_upserted
 
 PHASES: dict[str, Operation] = {
@@ -101,12 +101,14 @@ class RoundPhase(Scenario):
         self.source_set = round_changes(round_number) if phase == "upsert" else round_set(round_number)
         self.before = table
 
-    def prepare(self, catalog: Catalog, namespace: str, sets: DataSets) -> Table:
+    def prepare(
+        self, catalog: Catalog, namespace: str, sets: DataSets, layout: TableLayout = PLAIN_LAYOUT
+    ) -> Table:
         """The table as the earlier phases left it; created empty before the first."""
         try:
             return catalog.load_table(self.table_identifier(namespace))
         except NoSuchTableError:
-            return super().prepare(catalog, namespace, sets)
+            return super().prepare(catalog, namespace, sets, layout)
 
     def after(self) -> RoundsTable:
         return self.before.after(self.phase, self.round_number)

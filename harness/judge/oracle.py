@@ -48,6 +48,7 @@ from harness.judge.difference import (
     key_name,
     repeated_keys_reason,
 )
+from harness.judge.partitions import partition_check, partition_figures
 from harness.judge.readback import TableContent, read_content
 from harness.judge.scan_cost import full_scan_figures
 from harness.judge.statistics import primitive_columns, stats_problems
@@ -247,11 +248,13 @@ def judge(
     after = capture_state(table)
     content = read_content(table, keys=expected_keys(expected))
     metrics = table_metrics(before, after, content) | full_scan_figures(table, content)
+    metrics |= partition_figures(table, content)
     orphans = orphan_files(table)
     metrics.update(orphan_files=len(orphans), orphan_bytes=sum(orphans.values()))
     options = verifier_options or (verifier.options() if verifier else EngineOptions())
     checks, judged_by = _visible_content_checks(table, content, expected, verifier, options, equality_reader)
     checks += _file_checks(table, content)
+    checks.append(partition_check(table, content))
     if expected_schema is not None:
         checks.append(schema_check(table, expected_schema, content))
     checks.append(manifest_stats_check(content, table.schema()))

@@ -18,10 +18,12 @@ from generators.source import ParquetSource
 from generators.your_changes import YOUR_SETS, sets_of_yours
 from harness.base.caps import parse_size
 from harness.base.errors import IcebenchError
+from harness.base.layout import check_layout, parse_layout
 from harness.base.results import ResultsStore
 from harness.base.settings import Settings, read_table
 from harness.engines.writers import get_writer, writers
-from harness.model import RunRecord
+from harness.model import RunRecord, TableLayout
+from harness.run.find_cap import find_caps
 from harness.run.runner import Runner, RunPlan
 from harness.services.envs import variants
 from harness.services.stacks import Stack
@@ -75,10 +77,38 @@ class MatrixConfig(BaseModel):
     whole_set: bool = Field(
         True, description="each pair also on its whole set (icebench scale: only the axis)"
     )
+    # The layout axis (harness/base/layout.py): a table per partitioning ("" / "none": unpartitioned),
+    # each with the same sort order and table properties.
+    partitions: list[str] = Field(default_factory=lambda: [""])
+    sort: str = ""
+    table_properties: list[str] = Field(default_factory=list)
+    # The cap axis: each pair under each cap (empty: the settings' one cap).
+    memory: list[str] = Field(default_factory=list)
+    # Bisect the smallest cap each pair survives (harness/run/find_cap.py), below the largest cap.
+    find_cap: bool = False
 
-    _split = field_validator("presets", "scenarios", "writers", "scale_writers", mode="before")(
+    _split = field_validator("presets", "scenarios", "writers", "scale_writers", "memory", mode="before")(
         comma_separated
     )
+
+    @field_validator("memory")
+    @classmethod
+    def _sizes(cls, value: list[str]) -> list[str]:
+        for size in value:
+            parse_size(size)
+        return value
+
+    def layouts(self) -> list[TableLayout]:
+        """The tables each pair runs on, one per partitioning (one-line error for a bad spelling)."""
+        return list(
+            dict.fromkeys(
+                parse_layout(spec, self.sort, self.table_properties) for spec in self.partitions or [""]
+            )
+        )
+
+    def caps(self, settings: Settings) -> list[int]:
+        """The caps each pair runs under, smallest first."""
+        return sorted({parse_size(size) for size in self.memory or [settings.memory]})
 
     @field_validator("batches")
     @classmethod
@@ -188,7 +218,7 @@ def run_matrix(
     alone, as preset "custom"."""
     config = config.resolved()
     events = events or MatrixEvents()
-    cap = parse_size(settings.memory)
+    caps, layouts = config.caps(settings), config.layouts()
     axis = config.axis_scenarios()
     needed = sorted({s for name in config.scenarios for s in get_scenario(name)().needs})
     records: list[RunRecord] = []
@@ -197,24 +227,43 @@ def run_matrix(
         label = f" [{variant.label}]" if variant else ""
         for preset in ["custom"] if your_sets is not None else config.presets:
             sets = your_sets if your_sets is not None else prepare_data(settings, preset, needed, events)
+            check_layouts(layouts, config.scenarios, sets)
             plans = [  # whole rounds one after the other, so slow spells spread over every pair
-                RunPlan(scenario, writer, preset, sets, settings.batch_rows, cap, repeat=repeat)
+                RunPlan(
+                    scenario, writer, preset, sets, settings.batch_rows, cap, repeat=repeat, layout=layout
+                )
                 for repeat in range(config.repeat if config.whole_set else 0)
+                for cap in caps
+                for layout in layouts
                 for scenario in config.scenarios
                 for writer in config.writers
             ]
-            plans += [plan for scenario in axis for plan in _axis_plans(config, scenario, preset, sets, cap)]
+            plans += [
+                plan
+                for scenario in axis
+                for layout in layouts
+                for plan in _axis_plans(config, scenario, preset, sets, caps[-1], layout)
+            ]
             with events.stage(f"matrix {preset}{label}", len(plans)):
                 for plan in plans:
                     events.run_started(plan)
                     record = runner.run(plan)
                     records.append(record)
                     events.run_finished(plan, record)
+            if config.find_cap:
+                records += find_caps(runner, plans, records, caps[-1], events)
     return records
 
 
+def check_layouts(layouts: list[TableLayout], scenario_names: list[str], sets: DataSets) -> None:
+    """Before any run: every layout fits every scenario's table (one line naming the culprit)."""
+    for layout in layouts:
+        for name in scenario_names:
+            check_layout(layout, get_scenario(name)().table_schema(sets))
+
+
 def _axis_plans(
-    config: MatrixConfig, scenario: str, preset: str, sets: DataSets, cap: int | None
+    config: MatrixConfig, scenario: str, preset: str, sets: DataSets, cap: int | None, layout: TableLayout
 ) -> list[RunPlan]:
     """The same batch size at each batch count of the axis, each writer's counts in a row."""
     rows = sets[get_scenario(scenario)().source_set].manifest.rows
@@ -223,7 +272,7 @@ def _axis_plans(
     if batch_rows < 1:
         raise IcebenchError(f"{largest} batches need more than the {rows} rows of preset {preset}")
     return [
-        RunPlan(scenario, writer, preset, sets, batch_rows, cap, limit_rows=count * batch_rows)
+        RunPlan(scenario, writer, preset, sets, batch_rows, cap, limit_rows=count * batch_rows, layout=layout)
         for writer in config.scale_writers
         for count in config.batches
     ]

@@ -39,10 +39,12 @@ from harness.judge.scan_cost import (
     take_full_scan,
 )
 from harness.model import (
+    PLAIN_LAYOUT,
     EngineOptions,
     Expectation,
     Feed,
     RunRecord,
+    TableLayout,
     Verdict,
     WorkerEnd,
     WorkerOutcome,
@@ -100,6 +102,7 @@ class RunPlan:
     cap_bytes: int | None
     limit_rows: int | None = None
     repeat: int = 0  # which repetition of the same pair (matrix --repeat)
+    layout: TableLayout = PLAIN_LAYOUT  # how the run's table is partitioned, sorted and configured
     round: int | None = None  # the rounds workload: which round and phase
     phase: str | None = None
 
@@ -185,7 +188,7 @@ class Runner:
         scenario = get_scenario(plan.scenario)()
         writer = get_writer(plan.writer)
         identity = self._identity(plan, scenario, writer)
-        if refused := self._refused(scenario, writer, identity):  # before any folder or catalog is made
+        if refused := self._refused(scenario, writer, identity, plan.layout):  # before any folder or catalog
             return self._conclude(refused, [], scenario)
         try:
             run_catalog = self.new_catalog(f"{plan.scenario}-{plan.writer}")
@@ -225,12 +228,12 @@ class Runner:
         """The run's record, not yet written, and how each worker ended."""
         writer = get_writer(plan.writer)
         identity = identity or self._identity(plan, scenario, writer)
-        if refused := self._refused(scenario, writer, identity, run_catalog):
+        if refused := self._refused(scenario, writer, identity, plan.layout, run_catalog):
             return refused, []
         ends: list[WorkerEnd] = []
         try:
             services_alive()
-            before = self._prepare(scenario, run_catalog, plan.sets)
+            before = self._prepare(scenario, run_catalog, plan.sets, plan.layout)
             workers = self._workers(plan, scenario, writer, run_catalog, work)
             self._launch_all(workers, plan.cap_bytes)
             ends = [self._end(scenario, writer, plan, worker) for worker in workers]
@@ -274,24 +277,31 @@ class Runner:
         scenario: Scenario,
         writer: type[Writer],
         identity: dict[str, Any],
+        layout: TableLayout,
         run_catalog: RunCatalog | None = None,
     ) -> RunRecord | None:
         """The record of a run refused before it starts: unsupported with the reason, or the error
         of a writer environment that could not be made or asked."""
         try:
-            reason = self._refusal(scenario, writer, run_catalog)
+            reason = self._refusal(scenario, writer, layout, run_catalog)
         except RunFailed as failed:
             return RunRecord(**identity, status="error", error=str(failed))
         return RunRecord(**identity, status="unsupported", error=reason) if reason else None
 
     def _refusal(
-        self, scenario: Scenario, writer: type[Writer], run_catalog: RunCatalog | None = None
+        self,
+        scenario: Scenario,
+        writer: type[Writer],
+        layout: TableLayout,
+        run_catalog: RunCatalog | None = None,
     ) -> str | None:
         """Why `writer` cannot run `scenario` here (recorded as unsupported), or None. RunFailed
         when the writer's own environment, where it is asked whether it can write, cannot be made."""
         refusal = self._environment_refusal(writer) or self._unavailable(writer)
         if reason := refusal or scenario.unsupported_reason(writer):
             return reason
+        if reason := writer.supports_layout(layout):
+            return f"{writer.name} cannot write a {layout.label} table: {reason}"
         if run_catalog and (reason := writer.supports_catalog(run_catalog.properties)):
             return f"{writer.name} does not support this catalog: {reason}"
         return None
@@ -357,16 +367,19 @@ class Runner:
             "versions": pinned_versions(writer.environment) if writer.environment else writer.versions(),
             "verified_with": self.settings.verify_with,
             "variant": self.variant.label if self.variant else None,
+            "layout": plan.layout,
             "started_at": now_iso(),
         }
 
-    def _prepare(self, scenario: Scenario, run_catalog: RunCatalog, sets: DataSets) -> TableState:
+    def _prepare(
+        self, scenario: Scenario, run_catalog: RunCatalog, sets: DataSets, layout: TableLayout
+    ) -> TableState:
         """The table as the scenario prepares it, before any worker. A failure (a catalog out of
         reach, a full disk) is the run's recorded error, and the matrix goes on."""
         try:
             catalog = run_catalog.open()
             try:
-                return capture_state(scenario.prepare(catalog, run_catalog.namespace, sets))
+                return capture_state(scenario.prepare(catalog, run_catalog.namespace, sets, layout))
             finally:
                 close_catalog(catalog)
         except IcebenchError:  # bad input: one line for the whole command

@@ -16,7 +16,7 @@ from pyiceberg.table import Table, Transaction
 
 from generators.source import ParquetSource
 from harness.base.errors import IcebenchError
-from harness.model import EngineOptions, Operation
+from harness.model import EngineOptions, Operation, TableLayout
 
 
 @dataclass
@@ -116,6 +116,12 @@ class Writer:
             if owner is not Writer and owner is not object and name in vars(owner):
                 return inspect.isfunction(vars(owner)[name])
         return False
+
+    @classmethod
+    def supports_layout(cls, layout: TableLayout) -> str | None:
+        """None when this writer can write a table laid out so (partitioned, sorted), else why not:
+        recorded as unsupported, naming the upstream issue where there is one."""
+        return None
 
     @classmethod
     def supports_catalog(cls, catalog_properties: dict[str, str]) -> str | None:

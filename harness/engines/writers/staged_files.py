@@ -17,6 +17,7 @@ from contextlib import contextmanager
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.partitioning import PartitionKey
 from pyiceberg.table import Table, Transaction
 
 from harness.engines.writers.base import StepTimer
@@ -42,8 +43,9 @@ class StagedFiles:
         self._numbers = itertools.count()
         self._keep = False
 
-    def new_path(self, tag: str = "") -> str:
-        path = self._locations.new_data_location(f"{self._prefix}-{tag}{next(self._numbers):05d}.parquet")
+    def new_path(self, tag: str = "", partition_key: PartitionKey | None = None) -> str:
+        name = f"{self._prefix}-{tag}{next(self._numbers):05d}.parquet"
+        path = self._locations.new_data_location(name, partition_key)
         self.paths.append(path)  # before anything is written: a half-written file is ours too
         return path
 

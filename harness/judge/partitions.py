@@ -1,0 +1,117 @@
+"""Whether every data file lies in the partition its manifest entry names, and how the files spread
+over partitions and sizes.
+
+A file's rows are read back (its partition columns only, before deletes: a deleted row still sits
+in the file) and put through the transforms of the spec the file was written with; every row must
+give the partition tuple the entry states. Planning prunes files by that tuple, so a row in the
+wrong file is a row a filtered read misses.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.io.pyarrow import ArrowScan
+from pyiceberg.manifest import DataFile
+from pyiceberg.partitioning import PartitionFieldValue, PartitionKey, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table import FileScanTask, Table
+
+from harness.base.layout import target_file_bytes
+from harness.base.reasons import counted, short_path
+from harness.judge.readback import TableContent
+from harness.model import Check
+
+PARTITION_CHECK = "rows_in_their_partition"
+
+
+def partition_figures(table: Table, content: TableContent) -> dict[str, Any]:
+    """Partitions, the most files one holds, the files' median size and the target size."""
+    listed = [facts.listed for facts in content.files]
+    per_partition = Counter((file.spec_id, tuple(file.partition)) for file in listed)
+    sizes = [file.file_size_in_bytes for file in listed]
+    return {
+        "partitions": len(per_partition),
+        "files_per_partition_max": max(per_partition.values(), default=0),
+        "data_file_median_bytes": int(np.median(sizes)) if sizes else None,
+        "target_file_bytes": target_file_bytes(table.metadata.properties),
+    }
+
+
+def partition_check(table: Table, content: TableContent) -> Check:
+    """Each data file's rows all give the partition tuple its entry states (its spec's transforms)."""
+    misplaced: list[str] = []
+    checked = 0
+    for facts in content.files:
+        spec = table.specs()[facts.listed.spec_id]
+        if spec.is_unpartitioned():
+            if len(facts.listed.partition):
+                misplaced.append(
+                    f"{short_path(facts.path)} is in an unpartitioned spec but names a partition"
+                )
+            continue
+        checked += 1
+        if (found := _foreign_tuples(table, spec, facts.listed)) is not None:
+            misplaced.append(found)
+    return Check(
+        name=PARTITION_CHECK,
+        passed=not misplaced,
+        expected=0,
+        actual=len(misplaced),
+        reason=f"{counted(len(misplaced), 'data file')} hold rows of another partition: {misplaced[0]}"
+        if misplaced
+        else None,
+    )
+
+
+def _foreign_tuples(table: Table, spec: PartitionSpec, file: DataFile) -> str | None:
+    """None when every row of `file` gives its stated tuple; else what one of the others is."""
+    schema = table.schema()
+    stated = tuple(file.partition)
+    for rows in _partition_columns(table, spec, schema, file):
+        transformed = [
+            field.transform.pyarrow_transform(schema.find_field(field.source_id).field_type)(rows.column(n))
+            for n, field in enumerate(spec.fields)
+        ]
+        names = [f"_p{n}" for n in range(len(transformed))]
+        tuples = pa.table(dict(zip(names, transformed, strict=True))).group_by(names).aggregate([])
+        for found in tuples.to_pylist():
+            values = [
+                PartitionFieldValue(field, found[name])
+                for field, name in zip(spec.fields, names, strict=True)
+            ]
+            given = tuple(PartitionKey(field_values=values, partition_spec=spec, schema=schema).partition)
+            if given != stated:
+                return (
+                    f"{short_path(file.file_path)} states {_tuple_text(spec, stated)} "
+                    f"but holds rows of {_tuple_text(spec, given)}"
+                )
+    return None
+
+
+def _partition_columns(
+    table: Table, spec: PartitionSpec, schema: Schema, file: DataFile
+) -> Iterator[pa.RecordBatch]:
+    """The file's partition source columns, every row (no deletes applied), in the spec's order:
+    read as the table reads them (by field id, else the name mapping)."""
+    sources = [schema.find_field(field.source_id) for field in spec.fields]
+    projected = Schema(*dict.fromkeys(sources))  # a column two fields partition on, read once
+    scan = ArrowScan(table.metadata, table.io, projected, AlwaysTrue())
+    for batch in scan.to_record_batches([FileScanTask(file)]):
+        yield pa.RecordBatch.from_arrays(
+            [batch.column(projected.find_column_name(source.field_id)) for source in sources],
+            names=[f"_s{n}" for n in range(len(sources))],
+        )
+
+
+def _tuple_text(spec: PartitionSpec, values: tuple[object, ...]) -> str:
+    return (
+        "("
+        + ", ".join(f"{field.name}={value}" for field, value in zip(spec.fields, values, strict=True))
+        + ")"
+    )

@@ -128,6 +128,12 @@ def parse_property(text: str) -> tuple[str, str]:
     return key, value
 
 
+def partition_columns(layout: TableLayout) -> list[str]:
+    """The columns a layout partitions on, each once, in its fields' order."""
+    columns = (match["column"] for text in layout.partition if (match := _ICEBERG_FIELD.fullmatch(text)))
+    return list(dict.fromkeys(columns))
+
+
 def table_specs(layout: TableLayout, schema: Schema) -> tuple[PartitionSpec, SortOrder]:
     """The partition spec and sort order of `layout` over `schema`; a one-line error for a column
     the table lacks or a transform its type cannot take."""

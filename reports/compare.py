@@ -248,6 +248,9 @@ def comparison_tables(rows: Sequence[KeyComparison], title: str = "compare") -> 
             _table_rows(of_kind, layout, True),
             layout.numeric,
             markup=True,
+            # Narrow: what changed (the checks, then the metrics in the registry's order) before
+            # the parts of the key every row likely shares.
+            keep=["scenario", "writer", "status", "checks", *(m.label for m in layout.metrics), "preset"],
         )
         for layout, of_kind in _tables(rows)
     ]

@@ -5,12 +5,16 @@ longer is (oom, error, unsupported); a metric the registry gates (harness/model.
 memory, wall time, manifests, orphan files, a fit's growth exponent) got worse beyond its
 threshold; a key of the baseline is missing from the current results. Improvements and new keys
 never fail the gate; keys whose writer module changed are listed as not comparable, never failed.
+A gate that passed says what it held (`passed_text`): what it compared, each threshold in use and
+the figure that came closest to it.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +23,11 @@ from pydantic_core import PydanticCustomError
 from rich.table import Table
 
 from harness.base.errors import IcebenchError
+from harness.base.reasons import counted
 from harness.base.settings import read_table
 from harness.model import Metric, metric, metrics
 from reports.baseline import Baseline, status_text
-from reports.compare import KeyComparison, change_text, compare, kind_metrics
+from reports.compare import NOT_COMPARABLE, KeyComparison, change_text, compare, kind_metrics
 from reports.summary import markdown_table, metric_text
 from reports.terminal import rich_table
 
@@ -113,7 +118,45 @@ def _checks_regressed(row: KeyComparison) -> list[Regression]:
     ]
 
 
-def _metric_regressed(row: KeyComparison, gated: Metric, thresholds: GateThresholds) -> Regression | None:
+@dataclass(frozen=True)
+class Held:
+    """One gated figure of one key, as the gate held it: the change against the threshold's limit,
+    or under its floor (the current value of the floor's metric too small to mean anything)."""
+
+    key: str
+    metric: Metric  # the gated metric: its threshold and how it compares
+    subject: str  # the figure compared: the metric's own, or its fallback where a side lacks it
+    change: float  # current / base, or current - base
+    limit: float
+    floored: bool
+
+    @property
+    def regressed(self) -> bool:
+        return not self.floored and self.metric.worse(self.change, self.limit)
+
+    @property
+    def has_room(self) -> bool:
+        """Whether the threshold lets the figure get any worse at all."""
+        return self.limit > (1 if self.metric.compare == "ratio" else 0)
+
+    @property
+    def used(self) -> float:
+        """How much of the room the threshold allows the change took: 0 no worse than the
+        baseline (or better), 1 at the limit; a limit of no room (`manifests_delta = 0`) is 1 when
+        the figure held and 0 when it improved. Ratios are compared on a log scale (1.5x of 2x:
+        0.58), as the gate's ratios are."""
+        if self.metric.compare == "ratio":
+            worse, room = math.log(max(self.change, 1e-12)), math.log(self.limit)
+        else:
+            worse, room = self.change, self.limit
+        worse = worse if self.metric.better == "lower" else -worse
+        if worse < 0:
+            return 0.0
+        return worse / room if room > 0 else 1.0
+
+
+def _held(row: KeyComparison, gated: Metric, thresholds: GateThresholds) -> Held | None:
+    """The gated figure of `gated` for the key; None when a side has no value to compare."""
     assert gated.gate is not None and gated.threshold is not None
     subject = gated.name
     own = row.metrics.get(subject)
@@ -122,26 +165,33 @@ def _metric_regressed(row: KeyComparison, gated: Metric, thresholds: GateThresho
         subject = gated.gate.fallback
     change = row.metrics.get(subject)
     amount = change.change(gated) if change is not None else None
-    limit = thresholds.limit(gated.threshold)
-    if change is None or amount is None or not gated.worse(amount, limit):
+    if amount is None:
         return None
     floor = gated.gate.floor
-    if floor is not None:
-        reached = row.metrics.get(floor.metric)
-        if (
-            reached is not None
-            and reached.current is not None
-            and reached.current < thresholds.limit(floor.name)
-        ):
-            return None
+    reached = row.metrics.get(floor.metric) if floor is not None else None
+    floored = (
+        floor is not None
+        and reached is not None
+        and reached.current is not None
+        and reached.current < thresholds.limit(floor.name)
+    )
+    return Held(row.key, gated, subject, amount, thresholds.limit(gated.threshold), floored)
+
+
+def _metric_regressed(row: KeyComparison, gated: Metric, thresholds: GateThresholds) -> Regression | None:
+    held = _held(row, gated, thresholds)
+    if held is None or not held.regressed:
+        return None
+    assert gated.gate is not None
+    change = row.metrics[held.subject]
     return Regression(
         key=row.key,
         kind=gated.gate.kind,
-        subject=subject,
+        subject=held.subject,
         base=change.base,
         current=change.current,
-        change=amount,
-        threshold=limit,
+        change=held.change,
+        threshold=held.limit,
     )
 
 
@@ -181,6 +231,83 @@ def gate(baseline: Baseline, current: Baseline, thresholds: GateThresholds | Non
     return regressions(compare(baseline, current), thresholds)
 
 
+def passed_text(rows: Sequence[KeyComparison], thresholds: GateThresholds, against: str) -> str:
+    """What a gate that passed held, for the CLI to print: the keys and runs compared, how many
+    figures were gated (and how many sat under a floor), each threshold in use (a config's value
+    with the default it replaced) with the figure that came closest to it, and the closest margin
+    of all, so that a pass near its limit is seen before it fails."""
+    compared = [row for row in rows if row.presence == "both"]
+    run_rows = [row for row in compared if row.kind == "run"]
+    held = [
+        found
+        for row in compared
+        for gated in kind_metrics(row.kind)
+        if gated.gate is not None and (found := _held(row, gated, thresholds)) is not None
+    ]
+    gated = [one for one in held if not one.floored]
+    runs = sum(len(row.current_statuses) for row in run_rows)
+    base_runs = sum(len(row.base_statuses) for row in run_rows)
+    fits = counted(len(compared) - len(run_rows), "scale fit")
+    lines = [
+        f"gate passed: {against}, no regressions",
+        f"  compared {counted(len(run_rows), 'run key')} ({runs} runs now, {base_runs} in the baseline) "
+        f"and {fits}: statuses, correctness checks and {counted(len(gated), 'gated figure')} "
+        f"({len(held) - len(gated)} more under their floors, not gated)",
+    ]
+    presence = Counter(row.presence for row in rows)
+    aside = [
+        f"{counted(presence[kind], 'key')} {what}"
+        for kind, what in (("current only", "only in the results"), ("not comparable", NOT_COMPARABLE))
+        if presence[kind]
+    ]
+    if aside:
+        lines.append(f"  not gated: {', '.join(aside)} (new keys and changed writers never fail the gate)")
+    settings = [(_threshold_text(metric, thresholds), _closest_text(metric, held)) for metric in _gated()]
+    width = max(len(setting) for setting, _ in settings)
+    lines += [f"  {setting:<{width}}  {closest}" for setting, closest in settings]
+    # A threshold of no room (`manifests_delta = 0`) is always at its limit: not a margin.
+    if closest := max((one for one in gated if one.has_room), key=lambda one: one.used, default=None):
+        change, limit = (_amount(closest.metric, value) for value in (closest.change, closest.limit))
+        lines.append(
+            f"  closest margin: {closest.metric.threshold} {change} of {limit} allowed "
+            f"({closest.used:.0%} of its room) at {closest.key}"
+        )
+    return "\n".join(lines)
+
+
+def _amount(gated: Metric, value: float) -> str:
+    """`1.30x`, `+0.10`; a count's difference whole (`+0` manifests)."""
+    if gated.compare == "delta" and gated.unit == "count":
+        return f"{value:+.0f}"
+    return change_text(value, gated.compare == "delta")
+
+
+def _threshold_text(gated: Metric, thresholds: GateThresholds) -> str:
+    """`wall_time_ratio 2.00x (default 1.50x), floor min_wall_s 1`: a threshold as in use."""
+    assert gated.gate is not None and gated.threshold is not None
+    limit = thresholds.limit(gated.threshold)
+    text = f"{gated.threshold} {_amount(gated, limit)}"
+    if limit != gated.gate.limit:
+        text += f" (default {_amount(gated, gated.gate.limit)})"
+    if (floor := gated.gate.floor) is not None:
+        unit = " s" if (reached := metric(floor.metric)) is not None and reached.unit == "s" else ""
+        text += f", floor {floor.name} {thresholds.limit(floor.name):g}{unit}"
+    return text
+
+
+def _closest_text(gated: Metric, held: Sequence[Held]) -> str:
+    """The figure of the metric that came closest to its limit, and where; or that its figures
+    all sat under the floor."""
+    mine = [one for one in held if one.metric.name == gated.name and not one.floored]
+    floored = sum(one.metric.name == gated.name and one.floored for one in held)
+    under = f", {floored} under the floor" if floored else ""
+    if not (closest := max(mine, key=lambda one: one.used, default=None)):
+        return f"no figure gated{under}"
+    return (
+        f"closest {_amount(gated, closest.change)} ({counted(len(mine), 'figure')}{under}) at {closest.key}"
+    )
+
+
 HEADERS = ("run key", "kind", "what", "baseline", "current", "change", "threshold", "detail")
 NUMERIC_COLUMNS = range(3, 7)
 
@@ -208,7 +335,11 @@ def _cells(regression: Regression) -> list[str]:
 
 
 def regressions_table(regressions: Sequence[Regression], title: str = "regressions") -> Table:
-    return rich_table(title, HEADERS, [_cells(r) for r in regressions], NUMERIC_COLUMNS)
+    # Narrow: what regressed and by how much against which threshold before the values behind it.
+    keep = ("run key", "what", "change", "threshold", "kind", "current", "baseline")
+    table = rich_table(title, HEADERS, [_cells(r) for r in regressions], NUMERIC_COLUMNS, keep=keep)
+    table.columns[0].no_wrap = False  # a run key may wrap at its spaces (`cgroup 1g|2000 rows/batch`)
+    return table
 
 
 def regressions_markdown(regressions: Sequence[Regression]) -> str:

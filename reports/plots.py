@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import math
 import statistics
 import textwrap
 from collections import defaultdict
@@ -18,6 +19,7 @@ import matplotlib
 import matplotlib.colors
 import matplotlib.lines
 import matplotlib.patches
+import matplotlib.patheffects
 import matplotlib.ticker
 
 matplotlib.use("Agg")  # files only, never a window
@@ -25,11 +27,13 @@ matplotlib.use("Agg")  # files only, never a window
 import matplotlib.pyplot as plt
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
+from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from harness.base.caps import format_size
 from harness.model import Metric, RunRecord, metrics, run_key
+from reports.caps import CapFigure, cap_figures, table_text
 from reports.fits import Fit, point_batches
 from reports.rounds import followed_metrics, phase_series
 from reports.verdict import VerdictGroup, VerdictRow, cap_text, outcome_of, verdict_groups
@@ -37,6 +41,14 @@ from reports.verdict import VerdictGroup, VerdictRow, cap_text, outcome_of, verd
 MIB = 2**20
 STATUS_COLOURS = {"ok": "#4c72b0", "oom": "#c44e52", "error": "#8c8c8c"}
 FAILED_RED = "#c44e52"
+# Every figure marks a run that did not pass (FAIL, OOM, error) the same way: a filled red X,
+# outlined in white, drawn above the pass markers and their rank numbers, so that a failure at
+# the same spot as a pass is never hidden under it.
+PASS_ZORDER = 3
+FAIL_ZORDER = 6
+FAIL_MARKER = "X"
+# Write times on a log axis must be positive: a failed run that ended at once is drawn here.
+MIN_SECONDS = 0.01
 
 
 def representatives(records: Iterable[RunRecord], unsupported: bool = False) -> list[RunRecord]:
@@ -74,6 +86,29 @@ def _bar_style(record: RunRecord) -> dict[str, object]:
 def _legend_outside(axis: Axes, **options: object) -> None:
     """The legend right of the panel, never over its data."""
     axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, **options)
+
+
+def fail_marks(
+    axis: Axes, x: float | Sequence[float], y: float | Sequence[float], size: float = 90
+) -> PathCollection:
+    """The mark of a run that did not pass: FAIL_MARKER in red above every pass marker."""
+    return axis.scatter(
+        x, y, s=size, marker=FAIL_MARKER, color=FAILED_RED, edgecolor="white", linewidths=0.6,
+        zorder=FAIL_ZORDER,
+    )  # fmt: skip
+
+
+def log_seconds_axis(axis: Axes, seconds: Sequence[float]) -> None:
+    """Write time on a log x axis, labelled at 1-2-5 steps as plain numbers, spanning at least
+    0.4x-2.5x of its points' geometric centre (a narrow span would have no tick at all)."""
+    low, high = max(min(seconds), MIN_SECONDS), max(max(seconds), MIN_SECONDS)
+    centre, half = math.sqrt(low * high), max(1.3 * math.sqrt(high / low), 2.5)
+    axis.set_xscale("log")
+    axis.set_xlim(centre / half, centre * half)
+    # matplotlib's own labels every minor tick of a range under two decades, and they overlap.
+    axis.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
 def _not_run_note(axis: Axes, names: Iterable[str]) -> None:
@@ -181,6 +216,7 @@ def latency_figure(records: Sequence[RunRecord]) -> Figure | None:
         squeeze=False,
         layout="constrained",
     )
+    drawn_axes: list[Axes] = []
     for panels, ((scenario, scale), runs) in zip(axes, drawn.items(), strict=True):
         steps_axis = panels[0]
         curves = {label: record for label, record in sorted(runs.items()) if _has_curve(record)}
@@ -204,21 +240,17 @@ def latency_figure(records: Sequence[RunRecord]) -> Figure | None:
         for axis, what in shown:
             axis.set_xlabel(f"{what} index")
             axis.set_ylabel("ms")
-            values = [y for line in axis.get_lines() for y in line.get_ydata() if y > 0]
-            if values and max(values) >= 10 * min(values):  # log where latencies span decades
-                axis.set_yscale("log")
-                axis.yaxis.set_major_formatter(lambda value, _: f"{value:g}")  # 0.1, 10, not 10^-1
-                axis.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
             axis.grid(alpha=0.3)
             axis.xaxis.set_major_locator(MaxNLocator(integer=True))
-        for axis, _ in shown:
             _legend_outside(axis)
+        drawn_axes += [axis for axis, _ in shown]
         missing = [f"{label}: {_why_no_curve(record)}" for label, record in sorted(runs.items())
                    if label not in curves]  # fmt: skip
         notes = ["no curve: " + "; ".join(missing)] if missing else []
         if uncommitted := [label for label in curves if label not in committed]:
             notes.append("no commit curve (fewer than 3 commits): " + ", ".join(uncommitted))
         _not_run_note(steps_axis, [*notes, _unsupported_note(records, scenario)])
+    _latency_scale(drawn_axes)
     kinds = {True: "scale points", False: "whole-set runs"}
     skipped = [
         f"{scenario} {kinds[scale]}" for scenario, scale in sorted(rows) if (scenario, scale) not in drawn
@@ -230,6 +262,22 @@ def latency_figure(records: Sequence[RunRecord]) -> Figure | None:
         )  # fmt: skip
     figure.suptitle("Does each batch cost more than the last? (rising = O(N^2) in total)")
     return figure
+
+
+def _latency_scale(axes: Sequence[Axes]) -> None:
+    """One y scale for every panel of the figure, so that panels read alike: log where the
+    latencies of any panel span a decade (a slow writer would flatten the others), else linear."""
+    spans = [
+        (min(values), max(values))
+        for axis in axes
+        if (values := [y for line in axis.get_lines() for y in line.get_ydata() if y > 0])
+    ]
+    if not any(high >= 10 * low for low, high in spans):
+        return
+    for axis in axes:
+        axis.set_yscale("log")
+        axis.yaxis.set_major_formatter(lambda value, _: f"{value:g}")  # 0.1, 10, not 10^-1
+        axis.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
 def _has_curve(record: RunRecord) -> bool:
@@ -287,7 +335,7 @@ def scale_figure(fits: Sequence[Fit]) -> Figure | None:
         axis.plot(line, [centre_y * (count / centre_x) ** exponent for count in line], ls=":", color=colour)
         for point in fit.points:
             if point.status != "ok":
-                axis.scatter(point_batches(point), min(totals), marker="x", color=FAILED_RED, s=60)
+                fail_marks(axis, point_batches(point), min(totals), size=60)
                 axis.annotate(
                     f" {point.status.upper()}", (point_batches(point), min(totals)), color=FAILED_RED
                 )
@@ -364,7 +412,7 @@ def peak_memory_figure(records: Sequence[RunRecord]) -> Figure | None:
 
 def timeline_figure(records: Sequence[RunRecord]) -> Figure | None:
     """Memory of each worker over its run, per scenario; a run that did not pass says so in its
-    label and ends in an x."""
+    label and ends in a red X."""
     runs = [r for r in representatives(records) if r.memory_timeline]
     if not runs:
         return None
@@ -382,7 +430,7 @@ def timeline_figure(records: Sequence[RunRecord]) -> Figure | None:
                 seconds, usage, lw=1.2, label=label + (f" ({word})" if word else ""), color=colours[label]
             )
             if word:
-                axis.scatter(seconds[-1:], usage[-1:], marker="x", s=50, color=FAILED_RED, zorder=3)
+                fail_marks(axis, seconds[-1:], usage[-1:], size=50)
         for cap in {r.cap_bytes for r in group if r.cap_bytes}:
             axis.axhline(cap / MIB, color=FAILED_RED, ls="--", lw=1, label=f"cap {cap / MIB:.0f} MiB")
         axis.set_title(f"{scenario}: worker memory over time")
@@ -493,7 +541,7 @@ def _failed_bar(colour: str) -> dict[str, object]:
 
 def rounds_figure(records: Sequence[RunRecord]) -> Figure | None:
     """A panel per followed metric against the round, a line per writer and phase that ran (an
-    unsupported phase has none); a phase whose verdict failed is marked with an x on its round."""
+    unsupported phase has none); a phase whose verdict failed is marked with a red X on its round."""
     found = [
         series for series in phase_series(records) if any(r.status != "unsupported" for r in series.records)
     ]
@@ -514,8 +562,8 @@ def rounds_figure(records: Sequence[RunRecord]) -> Figure | None:
             )  # fmt: skip
             failed = [(r.round, v) for r, v in zip(series.records, values, strict=True)
                       if v is not None and not (r.verdict and r.verdict.passed)]  # fmt: skip
-            if failed:
-                axis.scatter(*zip(*failed, strict=True), marker="x", s=60, color=palette[series.writer])
+            if failed:  # on its writer's line, above its markers
+                fail_marks(axis, *zip(*failed, strict=True), size=60)
         axis.set_title(shown.label)
         axis.set_xlabel("round")
         axis.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -529,7 +577,7 @@ def rounds_figure(records: Sequence[RunRecord]) -> Figure | None:
 
 def verdict_figure(records: Sequence[RunRecord]) -> Figure | None:
     """Write time against resident peak, a panel per operation (and preset, cap): a point per
-    writer that passed, a red x per failed one (an OOM on the cap line, at the time it was killed),
+    writer that passed, a red X per failed one (an OOM on the cap line, at the time it was killed),
     the cap as a line; the writers that did not run, or left no figure, named under the panel."""
     groups = [
         group for group in verdict_groups(records) if any(_verdict_point(row, group) for row in group.rows)
@@ -556,7 +604,7 @@ def verdict_figure(records: Sequence[RunRecord]) -> Figure | None:
         listing.axis("off")
         _verdict_panel(figure.add_subplot(grid[row, 3 * column]), listing, group, colours)
     figure.suptitle(
-        "Which writer? Lower left is better (x: failed; red line: the memory cap)",
+        "Which writer? Lower left is better (X: did not pass; red line: the memory cap; time on a log axis)",
         y=1 - 0.2 / height, fontsize=12,
     )  # fmt: skip
     return figure
@@ -567,6 +615,7 @@ def _verdict_point(row: VerdictRow, group: VerdictGroup) -> tuple[float, float] 
     seconds = row.write_s if row.write_s is not None else row.wall_s
     if seconds is None or row.outcome in ("unsupported", "unjudged"):
         return None
+    seconds = max(seconds, MIN_SECONDS)  # on the log axis, not masked out
     if row.outcome == "OOM" and group.cap_bytes:
         return seconds, group.cap_bytes / MIB
     if row.peak_rss_bytes is None:
@@ -575,35 +624,32 @@ def _verdict_point(row: VerdictRow, group: VerdictGroup) -> tuple[float, float] 
 
 
 def _verdict_panel(axis: Axes, listing: Axes, group: VerdictGroup, colours: dict[str, str]) -> None:
-    """The points (a passed writer's marker carries its rank; a failed one is a red x with its
+    """The points (a passed writer's marker carries its rank; a failed one is a red X with its
     name), the cap line, the ranked list right of the panel and the absent writers under it."""
     drawn = [(row, point) for row in group.rows if (point := _verdict_point(row, group)) is not None]
     for row, (x, y) in reversed(drawn):  # rank 1 drawn last: on top where points meet
         if row.outcome == "pass":
-            axis.scatter(x, y, s=190, color=colours[row.writer], edgecolor="black", lw=0.6, zorder=3)
+            axis.scatter(
+                x, y, s=190, color=colours[row.writer], edgecolor="black", lw=0.6, zorder=PASS_ZORDER
+            )
             axis.text(x, y, str(row.rank), ha="center", va="center", fontsize=7, fontweight="bold",
-                      color=_ink_on(colours[row.writer]), zorder=4)  # fmt: skip
+                      color=_ink_on(colours[row.writer]), zorder=PASS_ZORDER + 1)  # fmt: skip
         else:
-            axis.scatter(x, y, s=90, marker="x", color=FAILED_RED, lw=2.2, zorder=5)
-            # Its name is in the list beside the panel; at the point only the outcome, kept inside.
+            fail_marks(axis, x, y, size=110)
+            # Its name is in the list beside the panel; at the point only the outcome, kept inside,
+            # edged in white to stay readable over a pass marker it overlaps.
             axis.annotate(
                 row.outcome, (x, y), xytext=(5, 5), textcoords="offset points", fontsize=7.5,
-                color=FAILED_RED, fontweight="bold", zorder=5, annotation_clip=True, clip_on=True,
+                color=FAILED_RED, fontweight="bold", zorder=FAIL_ZORDER, annotation_clip=True, clip_on=True,
+                path_effects=[matplotlib.patheffects.withStroke(linewidth=2, foreground="white")],
             )  # fmt: skip
     if group.cap_bytes:
         axis.axhline(group.cap_bytes / MIB, color=FAILED_RED, ls="--", lw=1.2)
         axis.text(0.01, group.cap_bytes / MIB, f"{cap_text(group.cap_bytes)}", color=FAILED_RED,
                   va="bottom", fontsize=8, transform=axis.get_yaxis_transform())  # fmt: skip
-    times = [x for _, (x, _) in drawn]
-    if len(times) > 1 and max(times) / max(min(times), 1e-9) > 8:
-        axis.set_xscale("log")
-        # Labels at 1-2-5 steps as plain numbers: matplotlib's own label every minor tick of a
-        # range under two decades, and they overlap.
-        axis.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
-        axis.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}"))
-        axis.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    else:
-        axis.set_xlim(0, max(times) * 1.15)
+    # Every panel on a log time axis, like the scale plot: writers differ by ratios (an O(N^2)
+    # one is 10-50x slower), which a linear axis shows by crowding the fast ones into one spot.
+    log_seconds_axis(axis, [x for _, (x, _) in drawn])
     heights = [y for _, (_, y) in drawn] + [group.cap_bytes / MIB if group.cap_bytes else 0]
     axis.set_ylim(0, max(heights) * 1.1)
     axis.set_title(f"{group.operation} ({group.preset}, {cap_text(group.cap_bytes)})", fontweight="bold")
@@ -633,7 +679,9 @@ def _ranked_list(
             listing.text(0.03, height, str(row.rank), ha="center", va="center", fontsize=6.5,
                          fontweight="bold", color=_ink_on(colours[row.writer]))  # fmt: skip
         else:
-            listing.scatter(0.03, height, s=50, marker="x", color=FAILED_RED, lw=1.8)
+            listing.scatter(
+                0.03, height, s=60, marker=FAIL_MARKER, color=FAILED_RED, edgecolor="white", lw=0.6
+            )
         seconds = row.write_s if row.write_s is not None else row.wall_s
         figures = f"{seconds:.2f} s, {(row.peak_rss_bytes or 0) / MIB:.0f} MiB" if passed else row.outcome
         listing.text(0.08, height, f"{row.writer}  ({figures})", va="center", fontsize=8,
@@ -663,3 +711,37 @@ def _wrapped(prefix: str, names: Sequence[str], width: int = 58) -> list[str]:
     return textwrap.wrap(
         prefix + ", ".join(names), width=width, subsequent_indent="    ", break_on_hyphens=False
     )
+
+
+def caps_figure(records: Sequence[RunRecord]) -> Figure | None:
+    """find-cap's answer: per table (operation, preset, layout) a bar per writer to the smallest
+    cap it survived, a whisker down to the largest it was OOM-killed under; a writer that
+    survived no cap tried is a red mark at the largest."""
+    figures = cap_figures(records)
+    if not figures:
+        return None
+    by_table: dict[tuple[str, str, str, str], list[CapFigure]] = defaultdict(list)
+    for figure in figures:
+        by_table[figure.table].append(figure)
+    plot, axes = _panels(len(by_table), width=7.5, height=0.45 * max(len(v) for v in by_table.values()) + 1.4)
+    for axis, (table, group) in zip(axes, by_table.items(), strict=True):
+        group = sorted(group, key=lambda f: (f.smallest_bytes is None, f.smallest_bytes or 0, f.writer))
+        for index, figure in enumerate(group):
+            if figure.smallest_bytes is None:
+                fail_marks(axis, [(figure.failed_below_bytes or 0) / MIB], [index], size=80)
+                axis.text((figure.failed_below_bytes or 0) / MIB, index, "  OOM at every cap", va="center")
+                continue
+            axis.barh(index, figure.smallest_bytes / MIB, color="#4c72b0", zorder=PASS_ZORDER - 1)
+            if figure.failed_below_bytes:
+                axis.plot(
+                    [figure.failed_below_bytes / MIB] * 2, [index - 0.3, index + 0.3], color=FAILED_RED, lw=2
+                )
+            smallest = figure.smallest_bytes / MIB
+            axis.text(smallest, index, f" {format_size(figure.smallest_bytes)}", va="center")
+        axis.set_yticks(range(len(group)), [figure.writer for figure in group])
+        axis.set_ylim(len(group) - 0.5, -0.5)
+        axis.set_xlim(0, max((f.smallest_bytes or f.failed_below_bytes or 0) for f in group) / MIB * 1.3)
+        axis.set_title(table_text(table))
+        axis.set_xlabel("smallest memory cap survived, MiB (red tick: OOM-killed there)")
+    plot.suptitle("The smallest cap each writer survives (find-cap, to ~10%)")
+    return plot

@@ -15,8 +15,10 @@ from matplotlib.figure import Figure
 from harness.base.errors import IcebenchError
 from harness.base.results import read_environment, read_runs
 from harness.model import RunRecord
+from reports.caps import cap_figures, cap_lines, table_text
 from reports.fits import Fit, fits
 from reports.plots import (
+    caps_figure,
     latency_figure,
     metrics_figure,
     peak_memory_figure,
@@ -43,6 +45,7 @@ from reports.summary import (
 from reports.verdict import (
     VERDICT_HEADERS,
     VERDICT_NUMERIC,
+    cap_text,
     outcome_of,
     shown_rows,
     verdict_groups,
@@ -64,6 +67,7 @@ PLOTS: list[tuple[str, str, Callable[[list[RunRecord], list[Fit]], Figure | None
         lambda runs, _: rounds_figure(runs),
     ),
     ("scan-cost", "Full and selective scan of the table each writer left", lambda runs, _: scan_figure(runs)),
+    ("caps", "The smallest memory cap each writer survives", lambda runs, _: caps_figure(runs)),
 ]
 
 
@@ -185,7 +189,8 @@ def _sections(
 VERDICT_NOTE = (
     "Writers that passed every check, fastest write first (then lower resident peak); below, the "
     "rest with why. growth: last commits' latency over the first (1x flat); n^k: total write time "
-    "~ batches^k on the scale axis. Traps, faults, concurrency and schema evolution: see Runs."
+    "~ batches^k on the scale axis. schema-evolution-upsert (an upsert after a column was added) "
+    "has its own group; traps, faults and concurrency: see Runs."
 )
 
 
@@ -210,6 +215,31 @@ def _verdict_sections(runs: list[RunRecord]) -> list[Section]:
                 level=3,
                 row_classes=[row.outcome.lower() for row in shown_rows(group)],
             )
+        )
+    return sections + _cap_sections(runs)
+
+
+CAP_HEADERS = ["table", "cap", "fits (passed)", "fits, table FAIL", "OOM-killed", "error"]
+CAP_FIGURE_HEADERS = ["table", "writer", "smallest cap survived"]
+
+
+def _cap_sections(runs: list[RunRecord]) -> list[Section]:
+    """What fits in each cap (a matrix under several), and the smallest cap of each pair (find-cap)."""
+    sections = []
+    if lines := cap_lines(runs):
+        rows = [
+            [
+                table_text(line.table),
+                cap_text(line.cap_bytes),
+                *(", ".join(names) or "-" for names in line.groups),
+            ]
+            for line in lines
+        ]
+        sections.append(Section("Verdict per memory cap", CAP_HEADERS, rows, level=3))
+    if figures := cap_figures(runs):
+        rows = [[table_text(figure.table), figure.writer, figure.text] for figure in figures]
+        sections.append(
+            Section("The smallest cap each writer survives (find-cap)", CAP_FIGURE_HEADERS, rows, level=3)
         )
     return sections
 

@@ -12,7 +12,7 @@ from harness.base.caps import format_size
 from harness.base.reasons import clipped, counted
 from harness.model import ORACLE_READER, Metric, RunRecord, metrics, run_key
 from reports.fits import Fit, point_batches
-from reports.terminal import rich_table
+from reports.terminal import keep_first, rich_table
 
 STATUS_STYLE = {"ok": "green", "oom": "bold red", "error": "red", "unsupported": "dim"}
 
@@ -106,7 +106,9 @@ def summary_table(records: Iterable[RunRecord], title: str = "icebench") -> Tabl
         cells = [escape(cell(r)) for _, _, cell in shown]  # "[pyiceberg 0.9.1]" is no style
         cells[2] = f"[{STATUS_STYLE[r.status]}]{r.status}[/]"
         table.add_row(*cells, verdict_text(r))
-    return table
+    # In a narrow terminal what ran and its verdict stay; the metrics go from the right (the
+    # registry's order puts the telling ones first).
+    return keep_first(table, "scenario", "writer", "status", "verdict")
 
 
 def summary_tables(records: Sequence[RunRecord], title: str = "icebench") -> list[Table]:
@@ -175,7 +177,11 @@ def unsupported_rows(records: Iterable[RunRecord]) -> list[list[str]]:
 
 def unsupported_table(records: Iterable[RunRecord]) -> Table | None:
     rows = unsupported_rows(records)
-    return rich_table("not run: unsupported, and why", UNSUPPORTED_HEADERS, rows, ()) if rows else None
+    if not rows:
+        return None
+    table = rich_table("not run: unsupported, and why", UNSUPPORTED_HEADERS, rows, ())
+    table.columns[1].no_wrap = False  # the scenarios: a list that may wrap between its names
+    return table
 
 
 def fit_rows(fit: Fit) -> tuple[list[str], list[list[str]], set[int]]:

@@ -37,6 +37,7 @@ def find_caps(
     ran = list(zip(plans, records, strict=False))
     tops = [plan for plan, record in ran if _searchable(plan, top_cap) and survived(record)]
     probes: list[RunRecord] = []
+    runner.probing_caps = runner.starved_is_oom = True
     with events.stage("find-cap", len(tops) * _probes_at_most(top_cap)):
         for top in tops:
             same = [record for plan, record in ran if _same_pair(plan, top)]
@@ -50,6 +51,7 @@ def find_caps(
                 events.run_finished(plan, record)
                 probes.append(record)
                 low, high = (low, cap) if survived(record) else (cap, high)
+    runner.probing_caps = runner.starved_is_oom = False
     return probes
 
 

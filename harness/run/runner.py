@@ -144,6 +144,9 @@ class Runner:
         self.variant = variant
         self.envs_root = settings.data_dir.parent / "envs"
         self.python: Path | None = None  # the variant's interpreter; None: this one
+        self.probing_caps = False  # find-cap's bisection runs: marked as its probes
+        # A worker the cap kills as it starts: the run's OOM (find-cap), not the command's error.
+        self.starved_is_oom = False
         self._unavailable_reasons: dict[str, str | None] = {}  # writer: why it cannot write (None: it can)
         if variant is not None:
             if self.isolation == "docker":
@@ -369,6 +372,7 @@ class Runner:
             "verified_with": self.settings.verify_with,
             "variant": self.variant.label if self.variant else None,
             "layout": plan.layout,
+            "cap_probe": self.probing_caps,
             "started_at": now_iso(),
         }
 
@@ -537,10 +541,11 @@ class Runner:
         )
         return WorkerEnd(worker.feed, outcome, result, started=worker.spec.started_marker.exists())
 
-    @staticmethod
-    def _check_started(ends: list[WorkerEnd], cap_bytes: int | None) -> None:
+    def _check_started(self, ends: list[WorkerEnd], cap_bytes: int | None) -> None:
+        """A cap too small for a worker to start is the command's error, unless caps are being
+        probed (find-cap), where it is the OOM that answers the probe."""
         killed = next((end for end in ends if end.outcome.status == "oom" and not end.started), None)
-        if killed is not None:
+        if killed is not None and not self.starved_is_oom:
             log = Path(killed.outcome.worker_log or "")
             said = f"see {log}" if log.is_file() and log.stat().st_size else "it logged nothing"
             raise WorkerCouldNotStart(

@@ -8,7 +8,6 @@ import argparse
 import os
 import signal
 import sys
-import textwrap
 import typing
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -68,6 +67,7 @@ from harness.engines.spark import SparkOptions, check_spark_master
 from harness.engines.spark_generate import generate_base_on_spark
 from harness.engines.verifiers import get_verifier, verifier_names, verifiers
 from harness.engines.writers import get_writer, writers
+from harness.entry import COMMAND_HELP, DESCRIPTION, EPILOG, HelpFormatter
 from harness.model import EngineOptions, Operation, RunRecord, TableLayout
 from harness.run.matrix import (
     MatrixConfig,
@@ -448,19 +448,6 @@ class VersionAction(argparse.Action):
         parser.exit()
 
 
-class HelpFormatter(argparse.HelpFormatter):
-    """Help wrapped between words only: `pyiceberg-fast-append` is never split at a hyphen."""
-
-    def _split_lines(self, text: str, width: int) -> list[str]:
-        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        return textwrap.fill(
-            " ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent,
-            break_on_hyphens=False, break_long_words=False,
-        )  # fmt: skip
-
-
 class Parser(argparse.ArgumentParser):
     """The parser of icebench and of each of its commands (add_subparsers makes them of this type):
     no flag takes an empty value, and a refused one is one line naming it."""
@@ -484,17 +471,12 @@ def one_of(names: Iterable[str]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(
-        prog="icebench",
-        description=__doc__.split("\n\n")[0],
-        epilog="exit codes: 0 done (failed checks are results), 1 gate regression, 2 bad input or "
-        "error, 3 --fail-on-verdict and a run did not pass, 130 Ctrl-C. docs/commands.md has more.",
-    )
+    parser = Parser(prog="icebench", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action=VersionAction)
     commands = parser.add_subparsers(dest="command", required=True)
 
     _add_generate(commands)
-    run = commands.add_parser("run", help="one scenario x writer run in a memory-capped worker")
+    run = commands.add_parser("run", help=COMMAND_HELP["run"])
     run.add_argument("--scenario", required=True, help=one_of(scenarios()))
     run.add_argument("--writer", required=True, help=one_of(writers()))
     run.add_argument("--preset", default="tiny", help=f"{one_of(PRESETS)} (default tiny)")
@@ -505,7 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _common(run)
 
-    report = commands.add_parser("report", help="report.html + report.md with plots, next to the results")
+    report = commands.add_parser("report", help=COMMAND_HELP["report"])
     report.add_argument("results_dir", type=Path, nargs="?", metavar="RESULTS_DIR", help="default: newest")
     report.add_argument("--config", type=_config_file, help="TOML file with [settings] (results_dir)")
     report.add_argument(
@@ -513,20 +495,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="also render report.html in headless Chromium (make browser) to this PNG, 1280 px wide",
     )  # fmt: skip
 
-    summary = commands.add_parser("summary", help="print the verdict and summary tables of a results folder")
+    summary = commands.add_parser("summary", help=COMMAND_HELP["summary"])
     summary.add_argument("results_dir", type=Path, nargs="?", metavar="RESULTS_DIR", help="default: newest")
     summary.add_argument("--config", type=_config_file, help="TOML file with [settings] (results_dir)")
     summary.add_argument("--markdown", action="store_true", help="a Markdown table instead")
 
-    clean = commands.add_parser("clean", help="remove the caches icebench made (data sets, environments)")
+    clean = commands.add_parser("clean", help=COMMAND_HELP["clean"])
     clean.add_argument(
         "--all", action="store_true", help="also those outside the checkout (~/.cache, /var/tmp)"
     )
     clean.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
     clean.add_argument("--config", type=_config_file, help="TOML file with [settings] (data_dir)")
 
-    commands.add_parser("writers", help="list writer backends and the operations they support")
-    commands.add_parser("scenarios", help="list scenarios")
+    commands.add_parser("writers", help=COMMAND_HELP["writers"])
+    commands.add_parser("scenarios", help=COMMAND_HELP["scenarios"])
 
     _add_matrix_and_scale(commands)
     _add_baseline_compare_gate(commands)
@@ -534,7 +516,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_generate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    gen = commands.add_parser("generate", help="write a deterministic parquet set or an upsert change set")
+    gen = commands.add_parser("generate", help=COMMAND_HELP["generate"])
     gen.add_argument("--preset", help=f"one of {', '.join(PRESETS)}")
     gen.add_argument("--rows", type=_int_from(1, MAX_ROWS))
     gen.add_argument("--columns", type=_int_from(2, MAX_COLUMNS))
@@ -631,7 +613,7 @@ def _layouts(args: argparse.Namespace) -> list[TableLayout]:
 
 
 def _add_matrix_and_scale(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    matrix = commands.add_parser("matrix", help="every scenario x writer (x preset), with a summary table")
+    matrix = commands.add_parser("matrix", help=COMMAND_HELP["matrix"])
     matrix.add_argument(
         "--preset", type=_names, help=f"comma-separated presets, {one_of(PRESETS)} (default: small)"
     )
@@ -670,9 +652,7 @@ def _add_matrix_and_scale(commands: argparse._SubParsersAction[argparse.Argument
     _add_source(matrix)
     _common(matrix)
 
-    scale = commands.add_parser(
-        "scale", help="commit-cost growth: the same batch size at several batch counts"
-    )
+    scale = commands.add_parser("scale", help=COMMAND_HELP["scale"])
     scale.add_argument(
         "--writer",
         required=True,
@@ -686,9 +666,7 @@ def _add_matrix_and_scale(commands: argparse._SubParsersAction[argparse.Argument
     _add_source(scale)
     _common(scale)
 
-    rounds = commands.add_parser(
-        "rounds", help="longevity: N rounds of append/upsert/replace on a table each writer wrote itself"
-    )
+    rounds = commands.add_parser("rounds", help=COMMAND_HELP["rounds"])
     rounds.add_argument("--preset", help=f"{one_of(PRESETS)} (default: small, [rounds] preset)")
     rounds.add_argument(
         "--writers", type=_names, help=f"comma-separated, {one_of(writers())} ([rounds] writers)"
@@ -705,18 +683,18 @@ def _add_matrix_and_scale(commands: argparse._SubParsersAction[argparse.Argument
 
 
 def _add_baseline_compare_gate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    baseline = commands.add_parser("baseline", help="results folders as a baseline to gate against")
+    baseline = commands.add_parser("baseline", help=COMMAND_HELP["baseline"])
     baseline_actions = baseline.add_subparsers(dest="baseline_action", required=True)
     save = baseline_actions.add_parser("save", help="write the baseline of results folders as JSON")
     save.add_argument("results_dirs", type=Path, nargs="+", metavar="RESULTS_DIR")
     save.add_argument("--out", type=Path, default=Path("baseline.json"), help="default: baseline.json")
 
-    comparison = commands.add_parser("compare", help="ratios current / base per metric per run key")
+    comparison = commands.add_parser("compare", help=COMMAND_HELP["compare"])
     comparison.add_argument("base", type=Path, metavar="BASE", help="a results folder or a baseline file")
     comparison.add_argument("current", type=Path, metavar="CUR", help="a results folder or a baseline file")
     comparison.add_argument("--markdown", action="store_true", help="Markdown tables instead")
 
-    gate_parser = commands.add_parser("gate", help="exit 1 when results regressed against a baseline")
+    gate_parser = commands.add_parser("gate", help=COMMAND_HELP["gate"])
     gate_parser.add_argument(
         "results_dirs",
         type=Path,

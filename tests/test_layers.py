@@ -69,7 +69,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "scenarios": ("scenarios",),
     "run": ("harness.run",),
     "report": ("reports",),
-    "cli": ("harness.cli",),
+    "cli": ("harness.cli", "harness.entry"),
 }
 MAY_IMPORT: dict[str, set[str]] = {
     "model": set(),

@@ -16,7 +16,7 @@ SCENARIOS ?=
 # Seconds a worker may run before it is killed and recorded as timed out (empty: the setting,
 # 1800); at wide 900, so one stalled writer costs a quarter hour, not the evening.
 TIMEOUT   ?= $(if $(filter wide events,$(PRESET)),900)
-# The tables each pair writes, one --partition each (docs/layout-axis.md): at wide, the plain table,
+# The tables each pair writes, one --partition each (docs/tables-and-caps.md): at wide, the plain table,
 # a day partition of c017_ts (30 days) and 16 buckets of the key as well. PARTITIONS=none: plain only.
 PARTITIONS ?= $(if $(filter wide,$(PRESET)),none day(c017_ts) bucket[16](id))
 # The writers on the matrix's scale axis, append at 50, 100 and 200 batches (the O(N^2) picture); SCALE= to skip.

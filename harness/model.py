@@ -104,7 +104,7 @@ class Expectation(BaseModel):
 
 
 class TableLayout(BaseModel, frozen=True):
-    """How a scenario's table is laid out (docs/layout-axis.md): its partition fields in Iceberg's
+    """How a scenario's table is laid out (docs/tables-and-caps.md): its partition fields in Iceberg's
     spelling (`day(c017_ts)`, `bucket[16](id)`), sort columns (`c001_int32`, `c002_int64 desc`)
     and table properties. Parsed and checked against the schema by harness/base/layout.py."""
 

@@ -1,5 +1,5 @@
 """A table layout from the command line (`--partition`, `--sort`, `--table-property`) and the table
-it makes: the spellings (docs/layout-axis.md), their one-line errors, and the partition spec, sort
+it makes: the spellings (docs/tables-and-caps.md), their one-line errors, and the partition spec, sort
 order and properties a scenario creates its table with.
 
 Partition fields are spelled as Iceberg's metadata writes transforms, `day(c017_ts)`,

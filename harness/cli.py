@@ -47,7 +47,13 @@ from generators.schema import KEY_COLUMN
 from generators.wide import MAX_COLUMNS, MAX_FILES, MAX_FIRST_KEY, MAX_ROWS, generate_base
 from generators.your_changes import sets_of_yours
 from generators.your_data import your_data
-from harness.base.caps import ISOLATIONS, check_cap_fits, format_size, parse_size, resolve_isolation
+from harness.base.caps import (
+    ISOLATIONS,
+    check_cap_fits,
+    format_size,
+    parse_size,
+    resolve_isolation,
+)
 from harness.base.errors import IcebenchError, IcebenchWarning, failure_line, first_error, warn
 from harness.base.layout import parse_partition, parse_property, parse_sort
 from harness.base.ownership import owned

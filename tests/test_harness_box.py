@@ -174,3 +174,25 @@ def test_the_stacks_servers_run_beside_the_box_their_peak_recorded_apart():
     assert box_path.name.startswith("icebench-harness")
     assert "/sys/fs/cgroup/memory" + found["server"] == str(box_path.parent)  # beside the box, not in it
     assert found["peaks"]["moto S3 server"] > 10 * 2**20
+
+
+def test_in_a_full_box_the_kernel_kills_a_worker_before_the_harness():
+    """A worker raises its OOM score first thing (any process may): when the box fills, the kernel
+    picks it over the harness, whose death would end the whole matrix. Its children inherit it."""
+    import subprocess
+    import sys
+
+    from harness.base.caps import OOM_SCORE_ADJ, WORKER_OOM_SCORE_ADJ, set_oom_score_adj
+
+    code = (
+        "import subprocess, sys; from harness.base.caps import set_oom_score_adj, OOM_SCORE_ADJ; "
+        f"raised = set_oom_score_adj({WORKER_OOM_SCORE_ADJ}); "
+        "child = subprocess.run(['cat', '/proc/self/oom_score_adj'], capture_output=True, text=True); "
+        "print(raised, OOM_SCORE_ADJ.read_text().strip(), child.stdout.strip())"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True", str(WORKER_OOM_SCORE_ADJ), str(WORKER_OOM_SCORE_ADJ)]
+    assert OOM_SCORE_ADJ.read_text().strip() != str(WORKER_OOM_SCORE_ADJ)  # the harness's own: untouched
+    assert set_oom_score_adj(0, OOM_SCORE_ADJ.parent / "no-such-file") is False
+    worker = Path(__file__).parents[1] / "harness" / "engines" / "worker.py"
+    assert "set_oom_score_adj(WORKER_OOM_SCORE_ADJ)" in worker.read_text()

@@ -295,3 +295,22 @@ def make_cap(isolation: str, cap_bytes: int | None) -> MemoryCap:
         except OSError as exc:
             raise IcebenchError(f"cannot create a memory cgroup under {parent}: {exc}") from None
     return RlimitCap(cap_bytes)
+
+
+# --- Who the kernel kills when the harness box fills -------------------------------------------
+
+OOM_SCORE_ADJ = Path("/proc/self/oom_score_adj")
+# A worker raises its own (any process may): when the harness box fills, the kernel kills the
+# worker, the thing measured, whose record says the box filled and how much of it the harness held,
+# not the harness, which would take the rest of the matrix with it. Its children (a JVM) inherit it.
+WORKER_OOM_SCORE_ADJ = 500
+
+
+def set_oom_score_adj(value: int, path: Path = OOM_SCORE_ADJ) -> bool:
+    """This process's OOM score adjustment; False where it may not (lowering it needs
+    CAP_SYS_RESOURCE) or the kernel has none: nothing changes then."""
+    try:
+        path.write_text(f"{value}\n")
+    except OSError:
+        return False
+    return True

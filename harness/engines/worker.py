@@ -24,6 +24,7 @@ from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.table import Table
 
 from generators.source import ParquetSource
+from harness.base.caps import WORKER_OOM_SCORE_ADJ, set_oom_score_adj
 from harness.base.errors import SourceError, one_line
 from harness.base.orphan_guard import die_with_parent_if_asked
 from harness.base.progress import ProgressFile
@@ -233,6 +234,7 @@ def peak_rss_bytes() -> int | None:
 
 def main() -> None:
     die_with_parent_if_asked()  # first: a worker must not go on committing for a killed harness
+    set_oom_score_adj(WORKER_OOM_SCORE_ADJ)  # a full harness box kills the worker, not the harness
     # Libraries' warnings (pyiceberg's commit retries among them) go to the worker log.
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     spec = WorkerSpec.model_validate_json(Path(sys.argv[1]).read_text())

@@ -56,7 +56,7 @@ from harness.services.container import launch_container
 from harness.services.envs import Variant, library_env, pinned_versions, requirements_env
 from harness.services.launcher import Launch, RunningWorkers, WorkerHandle, launch_worker
 from harness.services.leftovers import SCRATCH_FOLDER
-from harness.services.own_memory import measure_peak_rss
+from harness.services.own_memory import measure_peak_rss, release_freed_memory
 from harness.services.processes import dead_service, service_peaks
 from harness.services.profiling import render_flamegraph, worker_arguments
 from harness.services.stacks import RunCatalog, Stack, close_catalog
@@ -203,6 +203,7 @@ class Runner:
             record, ends = self._attempt(plan, scenario, run_catalog, run_catalog.work, identity)
         finally:  # the space its files took is back before its record is written (a full disk)
             self.release(run_catalog)
+            release_freed_memory()  # and the memory its judging took, before the next worker
         return self._conclude(record, ends, scenario)
 
     def new_catalog(self, label: str) -> RunCatalog:

@@ -117,12 +117,14 @@ class Writer:
                 return inspect.isfunction(vars(owner)[name])
         return False
 
+    # Why it cannot write a partitioned table, naming the upstream issue where there is one; None: it can.
+    unpartitioned_only: ClassVar[str | None] = None
+
     @classmethod
     def supports_layout(cls, layout: TableLayout, key_columns: list[str]) -> str | None:
         """None when this writer can write a table laid out so (partitioned, sorted; upserts match
-        on `key_columns`), else why not: recorded as unsupported, naming the upstream issue where
-        there is one."""
-        return None
+        on `key_columns`), else why not: recorded as unsupported."""
+        return cls.unpartitioned_only if layout.partitioned else None
 
     @classmethod
     def supports_catalog(cls, catalog_properties: dict[str, str]) -> str | None:

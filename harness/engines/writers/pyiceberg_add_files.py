@@ -4,7 +4,6 @@ from pyiceberg.expressions import AlwaysTrue
 
 from harness.engines.writers.base import StepTimer, WriteJob, Writer
 from harness.engines.writers.staged_files import staged_files
-from harness.model import TableLayout
 
 
 class PyicebergAddFiles(Writer):
@@ -12,15 +11,11 @@ class PyicebergAddFiles(Writer):
     description = "pq.write_table per batch + one add_files (replace: delete + add_files in one txn)"
     single_commit = True
 
-    @classmethod
-    def supports_layout(cls, layout: TableLayout, key_columns: list[str]) -> str | None:
-        if layout.partitioned:
-            return (
-                "add_files reads a file's partition from its column bounds, so a file must hold one "
-                "partition and no transform may scramble order (bucket: apache/iceberg-python#3032); "
-                "this writer's files are one per batch, across partitions (pyiceberg-fanout splits them)"
-            )
-        return None
+    unpartitioned_only = (
+        "add_files reads a file's partition from its column bounds, so a file must hold one "
+        "partition and no transform may scramble order (bucket: apache/iceberg-python#3032); "
+        "this writer's files are one per batch, across partitions (pyiceberg-fanout splits them)"
+    )
 
     def append(self, job: WriteJob, timer: StepTimer) -> None:
         self._add_files(job, timer, delete_first=False)

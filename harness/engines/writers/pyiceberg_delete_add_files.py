@@ -44,7 +44,6 @@ from generators.keys import plain
 from generators.source import row_group_batches
 from harness.engines.writers.base import StepTimer, WriteJob, Writer
 from harness.engines.writers.staged_files import StagedFiles, staged_files
-from harness.model import TableLayout
 
 if TYPE_CHECKING:
     from pyiceberg.io import FileIO
@@ -154,15 +153,11 @@ class PyicebergDeleteAddFiles(Writer):
     single_commit = True  # upserts only: append / replace would be pyiceberg-add-files
     one_key_column = True  # txn.delete(In(key, values)) matches one column
 
-    @classmethod
-    def supports_layout(cls, layout: TableLayout, key_columns: list[str]) -> str | None:
-        if layout.partitioned:
-            return (
-                "an upsert by add_files needs an unpartitioned table: add_files reads a file's partition "
-                "from its column bounds, and the change set's files span partitions "
-                "(bucket: apache/iceberg-python#3032)"
-            )
-        return None
+    unpartitioned_only = (
+        "an upsert by add_files needs an unpartitioned table: add_files reads a file's partition "
+        "from its column bounds, and the change set's files span partitions "
+        "(bucket: apache/iceberg-python#3032)"
+    )
 
     def upsert(self, job: WriteJob, timer: StepTimer) -> None:
         if self.one_key_column and len(job.key_columns) != 1:

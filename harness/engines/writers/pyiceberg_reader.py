@@ -5,7 +5,6 @@ from collections.abc import Callable
 import pyarrow as pa
 
 from harness.engines.writers.base import StepTimer, WriteJob, Writer
-from harness.model import TableLayout
 
 
 class PyicebergReader(Writer):
@@ -13,14 +12,10 @@ class PyicebergReader(Writer):
     description = "pa.RecordBatchReader into table.append / overwrite (one commit)"
     single_commit = True
 
-    @classmethod
-    def supports_layout(cls, layout: TableLayout, key_columns: list[str]) -> str | None:
-        if layout.partitioned:
-            return (
-                "pyiceberg takes a RecordBatchReader into unpartitioned tables only "
-                "(NotImplementedError; apache/iceberg-python#2152)"
-            )
-        return None
+    unpartitioned_only = (
+        "pyiceberg takes a RecordBatchReader into unpartitioned tables only "
+        "(NotImplementedError; apache/iceberg-python#2152)"
+    )
 
     def append(self, job: WriteJob, timer: StepTimer) -> None:
         _stream(job, timer, job.table.append)

@@ -80,6 +80,7 @@ from harness.run.matrix import (
     MatrixEvents,
     ProgressFactory,
     check_layouts,
+    check_preset_layouts,
     comma_list,
     default_scenarios,
     default_writers,
@@ -591,6 +592,8 @@ def _add_layout(parser: argparse.ArgumentParser) -> None:
 
 
 def _partition(text: str) -> str:
+    if not text.strip():  # argparse's empty check skips appended flags; `none` is the plain table
+        raise argparse.ArgumentTypeError("must not be empty (none: the unpartitioned table)")
     return _parsed(parse_partition, text)
 
 
@@ -1056,6 +1059,10 @@ def cmd_matrix(args: argparse.Namespace) -> None:
     if args.source is not None or any(get_preset(name).shape == "events" for name in config.presets):
         config = config.model_copy(update={"scenarios": your_scenarios(asked.scenarios)})
     your_sets = _your_sets(args, settings, config.scenarios)
+    if your_sets is None:  # a layout the tables cannot take: one line before any data is made
+        check_preset_layouts(config.layouts(), config.presets)
+    else:
+        check_layouts(config.layouts(), config.scenarios, your_sets)
     axis = f", {len(config.scale_writers)} writers at {config.batches} batches" if config.batches else ""
     data = f"your data {args.source}" if your_sets is not None else f"presets {', '.join(config.presets)}"
     pairs = f"{len(config.scenarios)} scenarios x {len(config.writers)} writers"

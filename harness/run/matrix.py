@@ -13,7 +13,9 @@ from pathlib import Path
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from generators.datasets import DAMAGED_SETS, DataCache
+from generators.events import events_schema
 from generators.presets import get_preset
+from generators.schema import wide_schema
 from generators.source import ParquetSource
 from generators.your_changes import YOUR_SETS, sets_of_yours
 from harness.base.caps import parse_size
@@ -254,6 +256,15 @@ def run_matrix(
             if config.find_cap:
                 records += find_caps(runner, plans, records, caps[-1], events)
     return records
+
+
+def check_preset_layouts(layouts: list[TableLayout], preset_names: list[str]) -> None:
+    """Before any data is generated: every layout fits the presets' tables (their base schema)."""
+    for name in preset_names:
+        preset = get_preset(name)
+        schema = events_schema(preset.columns) if preset.shape == "events" else wide_schema(preset.columns)
+        for layout in layouts:
+            check_layout(layout, schema)
 
 
 def check_layouts(layouts: list[TableLayout], scenario_names: list[str], sets: DataSets) -> None:

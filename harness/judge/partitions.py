@@ -22,6 +22,7 @@ from pyiceberg.partitioning import PartitionFieldValue, PartitionKey, PartitionS
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask, Table
 
+from harness.base.errors import one_line
 from harness.base.layout import target_file_bytes
 from harness.base.reasons import counted, short_path
 from harness.judge.readback import TableContent
@@ -46,7 +47,6 @@ def partition_figures(table: Table, content: TableContent) -> dict[str, Any]:
 def partition_check(table: Table, content: TableContent) -> Check:
     """Each data file's rows all give the partition tuple its entry states (its spec's transforms)."""
     misplaced: list[str] = []
-    checked = 0
     for facts in content.files:
         spec = table.specs()[facts.listed.spec_id]
         if spec.is_unpartitioned():
@@ -55,8 +55,11 @@ def partition_check(table: Table, content: TableContent) -> Check:
                     f"{short_path(facts.path)} is in an unpartitioned spec but names a partition"
                 )
             continue
-        checked += 1
-        if (found := _foreign_tuples(table, spec, facts.listed)) is not None:
+        try:
+            found = _foreign_tuples(table, spec, facts.listed)
+        except (OSError, pa.ArrowException) as exc:  # a missing file fails data_files_exist
+            found = f"{short_path(facts.path)} could not be read: {one_line(exc)}"
+        if found is not None:
             misplaced.append(found)
     return Check(
         name=PARTITION_CHECK,

@@ -34,7 +34,7 @@ def find_caps(
     """The probes' records, for every whole-set pair of `plans` that survived `top_cap`."""
     if top_cap is None:
         return []
-    ran = list(zip(plans, records, strict=False))
+    ran = list(zip(plans, records, strict=True))
     tops = [plan for plan, record in ran if _searchable(plan, top_cap) and survived(record)]
     probes: list[RunRecord] = []
     runner.probing_caps = runner.starved_is_oom = True

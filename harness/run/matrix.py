@@ -253,8 +253,8 @@ def run_matrix(
                     record = runner.run(plan)
                     records.append(record)
                     events.run_finished(plan, record)
-            if config.find_cap:
-                records += find_caps(runner, plans, records, caps[-1], events)
+            if config.find_cap:  # this preset's records, each beside its plan
+                records += find_caps(runner, plans, records[-len(plans) :], caps[-1], events)
     return records
 
 

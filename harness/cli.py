@@ -321,14 +321,16 @@ def _cap_list(text: str | None) -> list[str] | None:
 
 
 def _largest_cap(args: argparse.Namespace) -> str | None:
-    """The --memory the settings hold: the largest of a cap axis (every check is held to it)."""
-    if not args.memory or "," not in args.memory:
-        return args.memory
-    if args.command != "matrix":
+    """The --memory the settings hold: the largest of a cap axis, the flag's or the config's
+    [matrix] memory (every check is held to it)."""
+    if args.memory and "," in args.memory and args.command != "matrix":
         raise IcebenchError(
             f"--memory {args.memory}: several caps are matrix's axis; {args.command} takes one"
         )
-    return max(comma_list(args.memory), key=parse_size)
+    axis = _cap_list(args.memory)
+    if axis is None and args.command == "matrix":
+        axis = load_matrix_config(args.config).memory or None
+    return max(axis, key=parse_size) if axis else args.memory
 
 
 def _spark_master(text: str) -> str:

@@ -360,6 +360,12 @@ class RunRecord(BaseModel):
     profile_flamegraph: str | None = None  # --profile memray: flame graph HTML at peak memory
     workers: list[WorkerOutcome] = []  # concurrent scenarios: each worker; the fields above: the whole run
 
+    @property
+    def survived_cap(self) -> bool:
+        """Ran to its end under its cap: neither OOM-killed nor failed (a wrong table still counts:
+        the cap is about memory, the verdict about the table)."""
+        return self.status == "ok"
+
 
 # --- Results: their schema version, the environment, the run key and the metrics -------------
 

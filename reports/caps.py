@@ -32,11 +32,6 @@ def _size(cap_bytes: int | None) -> str:
     return "no cap" if cap_bytes is None else format_size(cap_bytes)
 
 
-def survived(record: RunRecord) -> bool:
-    """Ran to its end under its cap (harness/run/find_cap.py asks the same)."""
-    return record.status == "ok"
-
-
 @dataclass(frozen=True)
 class CapLine:
     """Under one cap, on one table: who fits (and passed), who fits with a wrong table, who was
@@ -127,9 +122,9 @@ def cap_figures(records: Sequence[RunRecord]) -> list[CapFigure]:
     figures = []
     for (table, writer), pair in sorted(runs.items()):
         capped = [r for r in pair if r.cap_bytes is not None]
-        smallest = min((r.cap_bytes for r in capped if survived(r)), default=None)  # type: ignore[type-var]
+        smallest = min((r.cap_bytes for r in capped if r.survived_cap), default=None)  # type: ignore[type-var]
         below = [
-            r.cap_bytes for r in capped if not survived(r) and (smallest is None or r.cap_bytes < smallest)
+            r.cap_bytes for r in capped if not r.survived_cap and (smallest is None or r.cap_bytes < smallest)
         ]
         figures.append(CapFigure(table, writer, smallest, max(below, default=None)))  # type: ignore[type-var]
     return figures

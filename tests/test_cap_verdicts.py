@@ -60,6 +60,16 @@ def test_several_caps_are_a_matrix_axis_only(capsys):
     assert "several caps are matrix's axis" in err and len(err.splitlines()) == 1
 
 
+def test_a_config_files_caps_are_held_to_the_box_as_the_flags_are(capsys, tmp_path):
+    config = tmp_path / "caps.toml"
+    config.write_text('[matrix]\nmemory = ["100m", "6g"]\n')
+    code = cli.main(["matrix", "--config", str(config), "--harness-memory", "4g", "--results", str(tmp_path)])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert "--memory 6g is above --harness-memory 4g" in err and len(err.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == [config]  # refused before any work
+
+
 @pytest.mark.skipif(cgroup_parent() is None, reason="the kernel OOM killer needs a cgroup memory cap")
 def test_a_matrix_under_two_caps_says_what_fits_and_finds_each_writers_smallest_cap(
     cli_settings, tiny_sets, monkeypatch

@@ -225,6 +225,26 @@ def test_a_row_moved_into_another_partitions_file_fails_the_partition_check(tmp_
     assert "taker.parquet" in moved.reason and "but holds rows of" in moved.reason
 
 
+def test_a_null_in_a_dated_partitions_file_fails_the_partition_check(tmp_path, tiny_sets):
+    """The check reads a month field from the file's true bounds: a null among them is a row of
+    the null partition, though the bounds themselves stay inside the stated month."""
+    table, before = _partitioned_table(tmp_path, tiny_sets, MONTHS)
+    victim = next(
+        f.file
+        for f in table.scan().plan_files()
+        if f.file.record_count > 1 and f.file.partition[0] is not None
+    )
+    rows = pq.read_table(table.io.new_input(victim.file_path).open())
+    ts = rows.column("c007_ts")
+    blanked = pa.concat_arrays([pa.nulls(1, ts.type), ts.combine_chunks().slice(1)])
+    rows = rows.set_column(rows.schema.get_field_index("c007_ts"), rows.schema.field("c007_ts"), blanked)
+    with table.transaction() as txn, txn.update_snapshot().overwrite() as overwrite:
+        overwrite.delete_data_file(victim)
+        overwrite.append_data_file(_rewritten(table, rows, victim, "blanked.parquet"))
+    nulled = _checks(table, tiny_sets, before)[PARTITION_CHECK]
+    assert not nulled.passed and "blanked.parquet" in nulled.reason and "=None" in nulled.reason
+
+
 def test_a_file_stating_the_wrong_partition_fails_the_partition_check(tmp_path, tiny_sets):
     table, before = _partitioned_table(tmp_path, tiny_sets, DAYS)
     files = [task.file for task in table.scan().plan_files()]

@@ -1,10 +1,12 @@
 """Whether every data file lies in the partition its manifest entry names, and how the files spread
 over partitions and sizes.
 
-A file's rows are read back (its partition columns only, before deletes: a deleted row still sits
-in the file) and put through the transforms of the spec the file was written with; every row must
-give the partition tuple the entry states. Planning prunes files by that tuple, so a row in the
-wrong file is a row a filtered read misses.
+Every row of a file (before deletes: a deleted row still sits in the file) must give, through the
+transforms of the spec the file was written with, the partition tuple its entry states. Planning
+prunes files by that tuple, so a row in the wrong file is a row a filtered read misses. Where each
+transform preserves order (identity, year to hour, truncate), the file's true minimum and maximum
+(and a null, if it has one), which the read-back gathered from every row, give every value its
+rows can give; otherwise (bucket, floats, a column the file lacks) the partition columns are read.
 """
 
 from __future__ import annotations
@@ -16,16 +18,17 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue
-from pyiceberg.io.pyarrow import ArrowScan
+from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
 from pyiceberg.manifest import DataFile
-from pyiceberg.partitioning import PartitionFieldValue, PartitionKey, PartitionSpec
+from pyiceberg.partitioning import PartitionField, PartitionSpec, partition_record_value
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask, Table
+from pyiceberg.types import DoubleType, FloatType
 
 from harness.base.errors import one_line
 from harness.base.layout import target_file_bytes
 from harness.base.reasons import counted, short_path
-from harness.judge.readback import TableContent
+from harness.judge.readback import FileFacts, TableContent
 from harness.model import Check
 
 PARTITION_CHECK = "rows_in_their_partition"
@@ -56,7 +59,7 @@ def partition_check(table: Table, content: TableContent) -> Check:
                 )
             continue
         try:
-            found = _foreign_tuples(table, spec, facts.listed)
+            found = _misplaced(table, spec, facts)
         except (OSError, pa.ArrowException) as exc:  # a missing file fails data_files_exist
             found = f"{short_path(facts.path)} could not be read: {one_line(exc)}"
         if found is not None:
@@ -72,8 +75,45 @@ def partition_check(table: Table, content: TableContent) -> Check:
     )
 
 
+def _misplaced(table: Table, spec: PartitionSpec, facts: FileFacts) -> str | None:
+    """None when every row of the file gives its stated tuple; else what one of the others is."""
+    schema = table.schema()
+    if all(_bounded(field, schema, facts) for field in spec.fields):
+        return _misplaced_by_bounds(spec, schema, facts)
+    return _foreign_tuples(table, spec, facts.listed)
+
+
+def _bounded(field: PartitionField, schema: Schema, facts: FileFacts) -> bool:
+    """The file's true bounds of the column settle the field: an order-preserving transform of a
+    column the read-back gathered (floats aside: NaN and the signed zeros are values of their own)."""
+    source_type = schema.find_field(field.source_id).field_type
+    return (
+        field.transform.preserves_order
+        and field.source_id in facts.stats.columns
+        and not isinstance(source_type, FloatType | DoubleType)
+    )
+
+
+def _misplaced_by_bounds(spec: PartitionSpec, schema: Schema, facts: FileFacts) -> str | None:
+    stated = tuple(facts.listed.partition)
+    for position, field in enumerate(spec.fields):
+        column = facts.stats.columns[field.source_id]
+        source_type = schema.find_field(field.source_id).field_type
+        edges = [column.low, column.high] if column.low is not None else []
+        edges += [None] if column.nulls else []
+        transformed = field.transform.pyarrow_transform(source_type)(
+            pa.array(edges, schema_to_pyarrow(source_type, include_field_ids=False))
+        )
+        for value in transformed.to_pylist():
+            if (given := partition_record_value(field, value, schema)) != stated[position]:
+                return (
+                    f"{short_path(facts.path)} states {_tuple_text(spec, stated)} "
+                    f"but holds rows of {field.name}={given}"
+                )
+    return None
+
+
 def _foreign_tuples(table: Table, spec: PartitionSpec, file: DataFile) -> str | None:
-    """None when every row of `file` gives its stated tuple; else what one of the others is."""
     schema = table.schema()
     stated = tuple(file.partition)
     for rows in _partition_columns(table, spec, schema, file):
@@ -84,11 +124,10 @@ def _foreign_tuples(table: Table, spec: PartitionSpec, file: DataFile) -> str | 
         names = [f"_p{n}" for n in range(len(transformed))]
         tuples = pa.table(dict(zip(names, transformed, strict=True))).group_by(names).aggregate([])
         for found in tuples.to_pylist():
-            values = [
-                PartitionFieldValue(field, found[name])
+            given = tuple(
+                partition_record_value(field, found[name], schema)
                 for field, name in zip(spec.fields, names, strict=True)
-            ]
-            given = tuple(PartitionKey(field_values=values, partition_spec=spec, schema=schema).partition)
+            )
             if given != stated:
                 return (
                     f"{short_path(file.file_path)} states {_tuple_text(spec, stated)} "

@@ -22,12 +22,6 @@ PRECISION = 1.1  # the smallest cap survived is at most 10% above the largest on
 FLOOR_BYTES = 64 * 2**20  # below this no Python worker with pyarrow starts
 
 
-def survived(record: RunRecord) -> bool:
-    """Ran to its end under the cap: neither OOM-killed nor failed (a wrong table still counts:
-    the cap is about memory, the verdict about the table)."""
-    return record.status == "ok"
-
-
 def find_caps(
     runner: Runner, plans: list[RunPlan], records: list[RunRecord], top_cap: int | None, events: MatrixEvents
 ) -> list[RunRecord]:
@@ -35,14 +29,14 @@ def find_caps(
     if top_cap is None:
         return []
     ran = list(zip(plans, records, strict=True))
-    tops = [plan for plan, record in ran if _searchable(plan, top_cap) and survived(record)]
+    tops = [plan for plan, record in ran if _searchable(plan, top_cap) and record.survived_cap]
     probes: list[RunRecord] = []
     runner.probing_caps = runner.starved_is_oom = True
     with events.stage("find-cap", len(tops) * _probes_at_most(top_cap)):
         for top in tops:
             same = [record for plan, record in ran if _same_pair(plan, top)]
-            low = max((r.cap_bytes or 0 for r in same if not survived(r)), default=FLOOR_BYTES)
-            high = min(r.cap_bytes or top_cap for r in same if survived(r))
+            low = max((r.cap_bytes or 0 for r in same if not r.survived_cap), default=FLOOR_BYTES)
+            high = min(r.cap_bytes or top_cap for r in same if r.survived_cap)
             while high > low * PRECISION:
                 cap = _between(low, high)
                 plan = dataclasses.replace(top, cap_bytes=cap)
@@ -50,7 +44,7 @@ def find_caps(
                 record = runner.run(plan)
                 events.run_finished(plan, record)
                 probes.append(record)
-                low, high = (low, cap) if survived(record) else (cap, high)
+                low, high = (low, cap) if record.survived_cap else (cap, high)
     runner.probing_caps = runner.starved_is_oom = False
     return probes
 

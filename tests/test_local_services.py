@@ -21,7 +21,7 @@ from harness.services.stacks.base import CATALOG_TOKEN_VARIABLE
 from harness.services.stacks.local_services import LocalServicesStack
 from scenarios import scenarios
 
-SERVICE_MARKERS = ("harness.services.moto_server", "RestCatalogServer")
+SERVICE_MARKERS = ("harness.services.moto_server", "IcebenchRestServer")
 
 
 @pytest.mark.parametrize("writer", list(writers()))
@@ -151,7 +151,8 @@ def test_release_removes_every_table_of_the_namespace_and_its_folder(services_ru
 
 def test_every_transaction_the_catalog_accepts_lands(services_runner, tmp_path):
     """Concurrent `/v1/transactions/commit` requests (DuckDB commits this way), each setting its
-    own table property: every one answered 204 must be in the table. A lost compare-and-swap must
+    own table property: every one answered with success (the spec's 204; Iceberg's fixture
+    servlet answers 200) must be in the table. A lost compare-and-swap must
     be retried with the change re-applied, or refused, never answered with success and dropped."""
     stack = services_runner.stack
     run = stack.catalog_for_run(tmp_path, "concurrent_transactions")
@@ -180,8 +181,9 @@ def test_every_transaction_the_catalog_accepts_lands(services_runner, tmp_path):
     with ThreadPoolExecutor(max_workers=8) as pool:
         statuses = list(pool.map(commit, range(32)))
 
-    assert set(statuses) <= {204, 409} and statuses.count(204) >= 8, statuses
+    succeeded = [i for i, status in enumerate(statuses) if status in (200, 204)]
+    assert set(statuses) <= {200, 204, 409} and len(succeeded) >= 8, statuses
     properties = catalog.load_table(f"{run.namespace}.t").properties
     landed = sorted(int(k.removeprefix("writer-")) for k in properties if k.startswith("writer-"))
-    assert landed == [i for i, status in enumerate(statuses) if status == 204]
+    assert landed == succeeded
     stack.release(run, keep=False)

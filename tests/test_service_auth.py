@@ -69,7 +69,7 @@ def test_pyiceberg_gets_the_token_from_the_environment_only(services_runner: Run
         run.open()
     )  # pyiceberg's RestCatalog, Authorization: Bearer from PYICEBERG_CATALOG__ICEBENCH__TOKEN
     catalog.create_namespace(run.namespace)
-    # The server writes the table's metadata to moto through its own SigV4 FileIO, pyiceberg the
+    # The server writes the table's metadata to moto through Iceberg's S3FileIO, pyiceberg the
     # data through pyarrow's S3: both with the run's key pair.
     table = catalog.create_table(f"{run.namespace}.rows", schema=pa.schema([("id", pa.int64())]))
     table.append(pa.table({"id": pa.array([1, 2, 3], pa.int64())}))

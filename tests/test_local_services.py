@@ -1,4 +1,4 @@
-"""The same scenarios through S3 (moto) and a real Iceberg REST catalog server over HTTP on loopback."""
+"""The same scenarios through S3 (SeaweedFS) and a real Iceberg REST catalog server over HTTP on loopback."""
 
 import ipaddress
 import json
@@ -21,7 +21,7 @@ from harness.services.stacks.base import CATALOG_TOKEN_VARIABLE
 from harness.services.stacks.local_services import LocalServicesStack
 from scenarios import scenarios
 
-SERVICE_MARKERS = ("harness.services.moto_server", "IcebenchRestServer")
+SERVICE_MARKERS = ("weed mini", "IcebenchRestServer")
 
 
 @pytest.mark.parametrize("writer", list(writers()))

@@ -1,11 +1,12 @@
 """`local-services`: an S3 server and an Iceberg REST catalog the harness starts on loopback.
 
 Both run for the whole invocation (logs under results/<run-id>/services/); every run gets its own
-namespace, dropped and deleted afterwards. Neither accepts strangers: moto admits only this
-invocation's generated key pair, the REST catalog only this invocation's bearer token. Both reach
-the harness's clients and workers through the environment, never through catalog properties
-(those are written to spec files and results). The REST catalog is Iceberg Java's own CatalogHandlers
-over a JdbcCatalog (see compose/rest-catalog/), so the server side is independent of pyiceberg.
+namespace, dropped and deleted afterwards. Neither accepts strangers: the S3 server (SeaweedFS)
+admits only this invocation's generated key pair, the REST catalog only this invocation's bearer
+token. Both reach the harness's clients and workers through the environment, never through catalog
+properties (those are written to spec files and results). The REST catalog is Apache Iceberg's own
+REST fixture over a JdbcCatalog (see compose/rest-catalog/), so the server side is independent of
+pyiceberg.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from harness.services.object_store import MotoS3Server, S3Endpoint
+from harness.services.object_store import S3Endpoint, SeaweedS3Server
 from harness.services.processes import environment_variables
 from harness.services.rest_catalog import RestCatalogServer
 from harness.services.stacks.base import (
@@ -29,7 +30,7 @@ from harness.services.stacks.base import (
 
 class LocalServicesStack(Stack):
     name = "local-services"
-    description = "S3 (moto) + Iceberg REST catalog (Iceberg Java CatalogHandlers + JdbcCatalog) on loopback"
+    description = "S3 (SeaweedFS) + Iceberg REST catalog (Apache Iceberg's REST fixture) on loopback"
     catalog_shape = {"type": "rest", "uri": "http://127.0.0.1:PORT", "warehouse": "s3://BUCKET"}  # noqa: RUF012
 
     endpoint: S3Endpoint
@@ -38,7 +39,7 @@ class LocalServicesStack(Stack):
     @contextmanager
     def running(self, folder: Path) -> Iterator[None]:
         with ExitStack() as services:
-            self.endpoint = services.enter_context(MotoS3Server().running(folder))
+            self.endpoint = services.enter_context(SeaweedS3Server().running(folder))
             services.enter_context(environment_variables(self.endpoint.environment()))
             token = secrets.token_urlsafe(32)
             self.catalog_uri = services.enter_context(

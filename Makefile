@@ -7,7 +7,9 @@ STAMP  := $(VENV)/.installed
 # make bench PRESET=tiny MEMORY=1g WRITERS=pyiceberg-add-files,pyiceberg-table SCENARIOS=append
 # make bench PRESET=wide MEMORY=4g   (the canonical scale: 1M rows x 400 columns in a 4 GiB cap)
 # make bench SOURCE=~/orders KEY=order_id MEMORY=4g   (your parquet: a file, a folder or a glob)
+# make bench STACK=local-services PRESET=wide MEMORY=4g   (S3 + REST catalog on loopback)
 PRESET    ?= small
+STACK     ?=
 SOURCE    ?=
 KEY       ?=
 MEMORY    ?= 2g
@@ -36,7 +38,7 @@ apt_install_unless = @$(1) || { \
 	if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $(2); }
 
-.PHONY: bench rounds test lint install rest-catalog clean clean-all docker-engine images up down gate gate-baseline perf browser
+.PHONY: bench rounds test lint install rest-catalog s3-counter clean clean-all docker-engine images up down gate gate-baseline perf browser
 
 # Each set-up step says what it does before it starts (a fresh clone's first `make bench` spends
 # minutes here); pip shows its progress on a terminal and stays quiet in a log or pipe.
@@ -62,9 +64,20 @@ $(REST_JAR): compose/rest-catalog/build.sh compose/rest-catalog/pom.xml $(wildca
 
 rest-catalog: $(REST_JAR)
 
-bench: $(STAMP)
+# local-services' request counter in front of its S3 server (Go, standard library only).
+S3_COUNTER := compose/s3-counter/build/s3-counter
+$(S3_COUNTER): compose/s3-counter/build.sh compose/s3-counter/main.go compose/s3-counter/go.mod
+	@echo '==> building the S3 request counter $(S3_COUNTER) (go build; the first time only)'
+	compose/s3-counter/build.sh
+
+s3-counter: $(S3_COUNTER)
+
+# What a stack other than the embedded one needs built first.
+STACK_PARTS = $(if $(filter local-services,$(STACK)),$(REST_JAR) $(S3_COUNTER))
+
+bench: $(STAMP) $(STACK_PARTS)
 	$(BIN)/icebench matrix $(if $(SOURCE),--source '$(SOURCE)' $(if $(KEY),--key $(KEY)),--preset $(PRESET)) \
-		--memory $(MEMORY) --report $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
+		--memory $(MEMORY) --report $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(STACK),--stack $(STACK)) \
 		$(if $(WRITERS),--writers $(WRITERS)) $(if $(SCENARIOS),--scenarios $(SCENARIOS)) \
 		$(if $(SCALE),--scale $(SCALE)) $(foreach spec,$(PARTITIONS),--partition '$(spec)')
 
@@ -99,7 +112,7 @@ browser:
 
 # The suite includes workers in containers: a private Docker engine is started (and stopped
 # afterwards, also when a test fails) where none answers, and the worker image built once.
-test: $(STAMP) $(REST_JAR) images browser
+test: $(STAMP) $(REST_JAR) $(S3_COUNTER) images browser
 	eval "$$(compose/docker-engine.sh env)" && ICEBENCH_REQUIRE_DOCKER=1 $(BIN)/pytest -q; \
 		status=$$?; compose/docker-engine.sh stop --if-owner make; exit $$status
 
@@ -108,7 +121,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) .icebench results compose/rest-catalog/build
+	rm -rf $(VENV) .icebench results compose/rest-catalog/build compose/s3-counter/build
 
 # Also what icebench made outside the checkout (~/.cache/icebench, /var/tmp/icebench-docker, its
 # images, temp and test-session folders): `icebench clean --all` says each with its size (the list

@@ -19,6 +19,7 @@ from pathlib import Path
 from harness.services.object_store import S3Endpoint, SeaweedS3Server
 from harness.services.processes import environment_variables
 from harness.services.rest_catalog import RestCatalogServer
+from harness.services.s3_counter import Counter, Traffic, counting
 from harness.services.stacks.base import (
     CATALOG_TOKEN_VARIABLE,
     RunCatalog,
@@ -34,12 +35,15 @@ class LocalServicesStack(Stack):
     catalog_shape = {"type": "rest", "uri": "http://127.0.0.1:PORT", "warehouse": "s3://BUCKET"}  # noqa: RUF012
 
     endpoint: S3Endpoint
+    counter: Counter | None = None
     catalog_uri: str
 
     @contextmanager
     def running(self, folder: Path) -> Iterator[None]:
         with ExitStack() as services:
-            self.endpoint = services.enter_context(SeaweedS3Server().running(folder))
+            store = services.enter_context(SeaweedS3Server().running(folder))
+            # Every client, the catalog's S3FileIO included, goes through the request counter.
+            self.endpoint, self.counter = services.enter_context(counting(folder, store))
             services.enter_context(environment_variables(self.endpoint.environment()))
             token = secrets.token_urlsafe(32)
             self.catalog_uri = services.enter_context(
@@ -51,6 +55,9 @@ class LocalServicesStack(Stack):
     def catalog_for_run(self, work: Path, run_key: str) -> RunCatalog:
         properties = {"type": "rest", "uri": self.catalog_uri, **self.endpoint.client_properties()}
         return RunCatalog(properties=properties, namespace=namespace_for(run_key), work=work)
+
+    def traffic(self) -> Traffic | None:
+        return None if self.counter is None else self.counter.traffic()
 
     def release(self, run: RunCatalog, keep: bool) -> None:
         if not keep:

@@ -38,7 +38,7 @@ apt_install_unless = @$(1) || { \
 	if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $(2); }
 
-.PHONY: bench rounds test lint install rest-catalog s3-counter clean clean-all docker-engine images up down gate gate-baseline perf browser
+.PHONY: bench rounds test test-all lint install rest-catalog s3-counter spark-jars clean clean-all docker-engine images up down gate gate-baseline perf browser
 
 # Each set-up step says what it does before it starts (a fresh clone's first `make bench` spends
 # minutes here); pip shows its progress on a terminal and stays quiet in a log or pipe.
@@ -72,10 +72,18 @@ $(S3_COUNTER): compose/s3-counter/build.sh compose/s3-counter/main.go compose/s3
 
 s3-counter: $(S3_COUNTER)
 
+# Spark's jars: Iceberg's Spark runtime, the AWS SDK bundle, SQLite's JDBC driver (Maven Central).
+SPARK_JARS := compose/spark/build/iceberg-1.10.1/.complete
+$(SPARK_JARS): compose/spark/fetch-jars.sh
+	@echo '==> fetching Spark'"'"'s Iceberg jars from Maven Central (~120 MB the first time)'
+	compose/spark/fetch-jars.sh
+
+spark-jars: $(SPARK_JARS)
+
 # What a stack other than the embedded one needs built first.
 STACK_PARTS = $(if $(filter local-services,$(STACK)),$(REST_JAR) $(S3_COUNTER))
 
-bench: $(STAMP) $(STACK_PARTS)
+bench: $(STAMP) $(STACK_PARTS) $(if $(findstring spark,$(WRITERS)),$(SPARK_JARS))
 	$(BIN)/icebench matrix $(if $(SOURCE),--source '$(SOURCE)' $(if $(KEY),--key $(KEY)),--preset $(PRESET)) \
 		--memory $(MEMORY) --report $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(STACK),--stack $(STACK)) \
 		$(if $(WRITERS),--writers $(WRITERS)) $(if $(SCENARIOS),--scenarios $(SCENARIOS)) \
@@ -112,16 +120,21 @@ browser:
 
 # The suite includes workers in containers: a private Docker engine is started (and stopped
 # afterwards, also when a test fails) where none answers, and the worker image built once.
-test: $(STAMP) $(REST_JAR) $(S3_COUNTER) images browser
-	eval "$$(compose/docker-engine.sh env)" && ICEBENCH_REQUIRE_DOCKER=1 $(BIN)/pytest -q; \
+# `make test` leaves out the tests marked slow (pyproject.toml's markers); `make test-all` runs them too.
+TEST_TIER = -m "not slow"
+test: $(STAMP) $(REST_JAR) $(S3_COUNTER) $(SPARK_JARS) images browser
+	eval "$$(compose/docker-engine.sh env)" && ICEBENCH_REQUIRE_DOCKER=1 $(BIN)/pytest -q $(TEST_TIER); \
 		status=$$?; compose/docker-engine.sh stop --if-owner make; exit $$status
+
+test-all: TEST_TIER =
+test-all: test
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) .icebench results compose/rest-catalog/build compose/s3-counter/build
+	rm -rf $(VENV) .icebench results compose/rest-catalog/build compose/s3-counter/build compose/spark/build
 
 # Also what icebench made outside the checkout (~/.cache/icebench, /var/tmp/icebench-docker, its
 # images, temp and test-session folders): `icebench clean --all` says each with its size (the list

@@ -365,6 +365,7 @@ class RunRecord(BaseModel):
     # The services the stack started (S3 server, REST catalog), outside the box: each one's
     # resident peak since it started, by name.
     service_peak_rss_bytes: dict[str, int] = {}
+    services: dict[str, str] = {}  # the stack's servers by role, with versions (SeaweedFS 4.48, ...)
     versions: dict[str, str] = {}
     verdict: Verdict | None = None
     verified_with: str = "pyiceberg"  # engine(s) that read the table back: pyiceberg, or spark too

@@ -27,7 +27,7 @@ from scenarios import get_scenario
 WRITER = "pyiceberg-equality-delete"
 FORK = "sidequery-pyiceberg"
 DAMAGE = Path(__file__).with_name("equality_delete_damage.py")
-needs_spark = pytest.mark.skipif(bool(missing_jars()), reason="Spark jars missing: run make rest-catalog")
+needs_spark = pytest.mark.skipif(bool(missing_jars()), reason="Spark jars missing: run make spark-jars")
 # Spark's driver heap is 60% of the cap; 1 GiB leaves too little room for the JVM.
 SPARK_CAP = 2 << 30
 

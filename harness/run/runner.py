@@ -369,6 +369,7 @@ class Runner:
             "round": plan.round,
             "phase": plan.phase,
             "stack": self.stack.name,
+            "services": self.stack.services(),
             "operation": scenario.operation,
             "rows": min(source.rows, plan.limit_rows or source.rows),
             "limit_rows": plan.limit_rows,

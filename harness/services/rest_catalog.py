@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,6 +32,12 @@ def classpath() -> str:
             f"the REST catalog server is not built: run `make rest-catalog` ({SERVER_DIR}/build.sh)"
         )
     return path.read_text().strip()
+
+
+def fixture_version() -> str:
+    """The Iceberg release the server's jars are (compose/rest-catalog/pom.xml's iceberg.version)."""
+    found = re.search(r"<iceberg.version>([^<]+)</iceberg.version>", (SERVER_DIR / "pom.xml").read_text())
+    return found.group(1) if found else "unknown"
 
 
 class RestCatalogServer:

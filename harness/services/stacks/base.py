@@ -115,6 +115,10 @@ class Stack(ABC):
     def release(self, run: RunCatalog, keep: bool) -> None:
         """Removes what the run left (tables, files) unless `keep`."""
 
+    def services(self) -> dict[str, str]:
+        """The servers this stack runs, by role, each named with its version (none: embedded)."""
+        return {}
+
     def traffic(self) -> Traffic | None:
         """The object store's requests and bytes so far, where this stack counts them (None: not)."""
         return None

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from harness.services.object_store import S3Endpoint, SeaweedS3Server
+from harness.services.object_store import S3Endpoint, SeaweedS3Server, seaweed_version
 from harness.services.processes import environment_variables
-from harness.services.rest_catalog import RestCatalogServer
+from harness.services.rest_catalog import RestCatalogServer, fixture_version
 from harness.services.s3_counter import Counter, Traffic, counting
 from harness.services.stacks.base import (
     CATALOG_TOKEN_VARIABLE,
@@ -55,6 +55,13 @@ class LocalServicesStack(Stack):
     def catalog_for_run(self, work: Path, run_key: str) -> RunCatalog:
         properties = {"type": "rest", "uri": self.catalog_uri, **self.endpoint.client_properties()}
         return RunCatalog(properties=properties, namespace=namespace_for(run_key), work=work)
+
+    def services(self) -> dict[str, str]:
+        return {
+            "object store": f"SeaweedFS {seaweed_version()}",
+            "catalog": f"Apache Iceberg REST fixture {fixture_version()}",
+            "request counter": "icebench s3-counter",
+        }
 
     def traffic(self) -> Traffic | None:
         return None if self.counter is None else self.counter.traffic()

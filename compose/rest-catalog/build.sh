@@ -12,20 +12,8 @@ BUILD="$HERE/build"
 die() { echo "build.sh: $*" >&2; exit 1; }
 done_msg() { local ms=$(( ($(date +%s%N) - START_NS) / 1000000 )); printf 'build.sh: %s (%d.%03ds)\n' "$1" $((ms / 1000)) $((ms % 1000)); }
 
-# --- a JDK and Maven, from Debian where missing --------------------------------------------
-missing=()
-command -v javac >/dev/null || missing+=(openjdk-17-jdk-headless)
-command -v mvn >/dev/null || missing+=(maven)
-if ((${#missing[@]})); then
-  if [[ $(id -u) == 0 ]]; then
-    echo "build.sh: installing ${missing[*]}"
-    apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null \
-      || { apt-get update -qq >/dev/null && apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null; } \
-      || die "apt-get install failed for: ${missing[*]}"
-  else
-    die "missing Debian packages (run as root: apt-get install -y --no-install-recommends ${missing[*]})"
-  fi
-fi
+# --- a JDK and Maven, from Debian where missing -------------------------------------------
+"$HERE/../need.sh" javac openjdk-17-jdk-headless mvn maven
 javac -version 2>&1 | grep -qE 'javac (1[7-9]|[2-9][0-9])' || die "need javac >= 17, got: $(javac -version 2>&1)"
 
 # --- build (skipped when inputs are unchanged) -------------------------------------------

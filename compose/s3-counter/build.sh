@@ -3,12 +3,7 @@
 # unchanged. Needs the Go toolchain (Debian's golang-go is installed when missing and root).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-if ! command -v go >/dev/null; then
-  [[ $(id -u) == 0 ]] || { echo "build.sh: no Go toolchain (apt-get install golang-go)" >&2; exit 1; }
-  echo "build.sh: installing golang-go"
-  apt-get install -y --no-install-recommends golang-go >/dev/null \
-    || { apt-get update -qq >/dev/null && apt-get install -y --no-install-recommends golang-go >/dev/null; }
-fi
+"$HERE/../need.sh" go golang-go   # Debian 12's is 1.19: go.mod asks 1.22 (the polyglot machines have it)
 stamp=$(cat "$HERE/main.go" "$HERE/go.mod" "$0" | sha256sum | cut -d' ' -f1)
 if [[ -x $HERE/build/s3-counter && -f $HERE/build/.stamp && $(cat "$HERE/build/.stamp") == "$stamp" ]]; then
   exit 0

@@ -9,7 +9,7 @@ DEFAULT_ICEBERG=1.10.1   # harness/engines/spark.py DEFAULT_ICEBERG_SPARK
 SPARK_LINE=3.5_2.12      # pyspark 3.5 (requirements.lock)
 SQLITE_JDBC=org.xerial:sqlite-jdbc:3.50.3.0
 die() { echo "fetch-jars.sh: $*" >&2; exit 1; }
-command -v mvn >/dev/null || die "no Maven (apt-get install maven; make installs it)"
+"$HERE/../need.sh" mvn maven
 for version in "${@:-$DEFAULT_ICEBERG}"; do
   [[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "not an Iceberg release: '$version' (e.g. 1.9.2)"
   out="$HERE/build/iceberg-$version"

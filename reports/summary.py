@@ -59,6 +59,8 @@ def metric_text(metric: Metric, value: float | None, digits: int = 2) -> str:
         return format_size(int(value))
     if metric.unit == "count":
         return str(int(value))
+    if metric.unit == "usd":
+        return f"${value:.6f}"  # a write's requests cost fractions of a cent
     return number_text(value, digits if metric.unit == "s" else 2)
 
 

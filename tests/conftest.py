@@ -65,7 +65,7 @@ def services_settings(settings: Settings) -> Settings:
 
 @pytest.fixture(scope="module")
 def services_runner(services_settings: Settings) -> Iterator[Runner]:
-    """A runner on the local-services stack (moto + REST catalog), up for the test module."""
+    """A runner on the local-services stack (SeaweedFS + REST catalog), up for the test module."""
     store = ResultsStore(services_settings.results_dir)
     with started(services_settings, store.folder / "services") as stack:
         yield Runner(services_settings, store, stack)

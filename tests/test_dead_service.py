@@ -17,14 +17,14 @@ from harness.services.rest_catalog import BUILD_DIR
 def test_a_dead_s3_server_ends_the_run_as_its_error(settings, tiny_sets, tmp_path):
     run = HarnessRun.start(settings, tmp_path / "results", "append", "--stack", "local-services")
     run.wait_for_workers()
-    (moto,) = [p for p in run.service_processes() if "harness.services.moto_server" in " ".join(p.cmdline())]
-    moto.kill()
+    (s3,) = [p for p in run.service_processes() if "weed" in p.name()]
+    s3.kill()
     assert run.process.wait(timeout=120) == 0, (
         run.process.stderr.read().decode() if run.process.stderr else ""
     )
     (folder,) = run.results.iterdir()
     (record,) = read_runs(folder)
     assert record.status == "error"
-    assert (record.error or "").startswith("service moto S3 server died (exit code -9"), record.error
+    assert (record.error or "").startswith("service SeaweedFS S3 server died (exit code -9"), record.error
     assert record.verdict is None  # nothing judged against a store that is gone
     assert not any(psutil.pid_exists(pid) for pid in run.worker_pids)

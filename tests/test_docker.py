@@ -68,7 +68,7 @@ def test_spark_writer_in_a_container(settings, tiny_sets, tmp_path):
     from harness.services.stacks.embedded import EmbeddedStack
 
     if missing_jars():
-        pytest.skip("Spark jars missing: run make rest-catalog")
+        pytest.skip("Spark jars missing: run make spark-jars")
     docker_settings = settings.model_copy(update={"isolation": "docker", "results_dir": tmp_path})
     runner = Runner(docker_settings, ResultsStore(tmp_path), EmbeddedStack(docker_settings))
     record = runner.run(RunPlan("append", "spark", "tiny", tiny_sets, 2_000, 2 << 30))

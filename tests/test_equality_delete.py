@@ -27,7 +27,7 @@ from scenarios import get_scenario
 WRITER = "pyiceberg-equality-delete"
 FORK = "sidequery-pyiceberg"
 DAMAGE = Path(__file__).with_name("equality_delete_damage.py")
-needs_spark = pytest.mark.skipif(bool(missing_jars()), reason="Spark jars missing: run make rest-catalog")
+needs_spark = pytest.mark.skipif(bool(missing_jars()), reason="Spark jars missing: run make spark-jars")
 # Spark's driver heap is 60% of the cap; 1 GiB leaves too little room for the JVM.
 SPARK_CAP = 2 << 30
 
@@ -200,5 +200,5 @@ def test_on_s3_and_rest_the_forks_reader_judges_it(services_runner, tiny_sets):
     assert record.stack == "local-services" and record.status == "ok", (record.error, failed)
     assert record.verdict.passed and record.verdict.judged_by == FORK, failed
     # The stack's servers are measured apart from the run (and, in a box, run beside it).
-    assert set(record.service_peak_rss_bytes) == {"moto S3 server", "REST catalog server"}
+    assert set(record.service_peak_rss_bytes) == {"SeaweedFS S3 server", "REST catalog server"}
     assert min(record.service_peak_rss_bytes.values()) > 10 * 2**20

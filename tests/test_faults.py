@@ -205,7 +205,7 @@ def test_a_broken_source_fails_the_write_cleanly(
     """A clear error naming the broken file, the table at its snapshot with its content; what a
     streaming writer staged before it met the damage is reported as orphans, never committed."""
     if writer == "spark" and missing_jars():
-        pytest.skip("Spark jars missing: run make rest-catalog")
+        pytest.skip("Spark jars missing: run make spark-jars")
     if writers()[writer].supports_catalog(runner.stack.catalog_shape):  # DuckDB: a REST catalog only
         runner = request.getfixturevalue("services_runner")
     record = runner.run(RunPlan(scenario, writer, "tiny", tiny_sets, 2_000, cap_bytes=2 << 30))

@@ -152,9 +152,9 @@ SERVER_FROM_THE_BOX = """
 import json, tempfile
 from pathlib import Path
 from harness.base.caps import harness_box
-from harness.services.object_store import MotoS3Server
+from harness.services.object_store import SeaweedS3Server
 from harness.services.processes import _RUNNING, service_peaks
-with MotoS3Server().running(Path(tempfile.mkdtemp())):
+with SeaweedS3Server().running(Path(tempfile.mkdtemp())):
     (pid,) = _RUNNING.values()
     memory = next(line for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines() if ":memory:" in line)
     server = memory.split(":", 2)[2]
@@ -163,7 +163,7 @@ with MotoS3Server().running(Path(tempfile.mkdtemp())):
 
 
 def test_the_stacks_servers_run_beside_the_box_their_peak_recorded_apart():
-    """moto and the REST catalog are the stack's, not the user's container: started from inside the
+    """The S3 server and the REST catalog are the stack's, not the user's container: started from inside the
     box, they run in the box's parent cgroup, and their resident peak is kept by name."""
     import json
 
@@ -173,7 +173,7 @@ def test_the_stacks_servers_run_beside_the_box_their_peak_recorded_apart():
     box_path = Path(found["box"])
     assert box_path.name.startswith("icebench-harness")
     assert "/sys/fs/cgroup/memory" + found["server"] == str(box_path.parent)  # beside the box, not in it
-    assert found["peaks"]["moto S3 server"] > 10 * 2**20
+    assert found["peaks"]["SeaweedFS S3 server"] > 10 * 2**20
 
 
 def test_in_a_full_box_the_kernel_kills_a_worker_before_the_harness():

@@ -1,10 +1,11 @@
-"""The same scenarios through S3 (moto) and a real Iceberg REST catalog server over HTTP on loopback."""
+"""The same scenarios through S3 (SeaweedFS) and a real Iceberg REST catalog server over HTTP on loopback."""
 
 import ipaddress
 import json
 import os
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import psutil
@@ -21,11 +22,27 @@ from harness.services.stacks.base import CATALOG_TOKEN_VARIABLE
 from harness.services.stacks.local_services import LocalServicesStack
 from scenarios import scenarios
 
-SERVICE_MARKERS = ("harness.services.moto_server", "RestCatalogServer")
+SERVICE_MARKERS = ("weed mini", "IcebenchRestServer")
 
 
-@pytest.mark.parametrize("writer", list(writers()))
-@pytest.mark.parametrize("scenario", list(scenarios()))
+# Spark here costs a JVM per run (~25 s): its operations, its race and the row-level modes' upserts
+# are in `make test`; its faults, bad sources and traps only in `make test-all` (marked slow).
+SPARK_CORE = {
+    *(("spark", name) for name in ("append", "replace", "upsert", "concurrent-writers")),
+    ("spark-cow", "upsert"),
+    ("spark-mor", "upsert"),
+}
+
+
+def scenario_writer_pairs() -> Iterator[object]:
+    for scenario in scenarios():
+        for writer in writers():
+            slow = writer.startswith("spark") and (writer, scenario) not in SPARK_CORE
+            marks = [pytest.mark.slow] if slow else []
+            yield pytest.param(scenario, writer, marks=marks, id=f"{writer}-{scenario}")
+
+
+@pytest.mark.parametrize(("scenario", "writer"), scenario_writer_pairs())
 def test_same_verdict_as_embedded(
     services_runner, tiny_sets, scenario, writer, expected_outcome, verdict_passed
 ):
@@ -151,7 +168,8 @@ def test_release_removes_every_table_of_the_namespace_and_its_folder(services_ru
 
 def test_every_transaction_the_catalog_accepts_lands(services_runner, tmp_path):
     """Concurrent `/v1/transactions/commit` requests (DuckDB commits this way), each setting its
-    own table property: every one answered 204 must be in the table. A lost compare-and-swap must
+    own table property: every one answered with success (the spec's 204; Iceberg's fixture
+    servlet answers 200) must be in the table. A lost compare-and-swap must
     be retried with the change re-applied, or refused, never answered with success and dropped."""
     stack = services_runner.stack
     run = stack.catalog_for_run(tmp_path, "concurrent_transactions")
@@ -180,8 +198,9 @@ def test_every_transaction_the_catalog_accepts_lands(services_runner, tmp_path):
     with ThreadPoolExecutor(max_workers=8) as pool:
         statuses = list(pool.map(commit, range(32)))
 
-    assert set(statuses) <= {204, 409} and statuses.count(204) >= 8, statuses
+    succeeded = [i for i, status in enumerate(statuses) if status in (200, 204)]
+    assert set(statuses) <= {200, 204, 409} and len(succeeded) >= 8, statuses
     properties = catalog.load_table(f"{run.namespace}.t").properties
     landed = sorted(int(k.removeprefix("writer-")) for k in properties if k.startswith("writer-"))
-    assert landed == [i for i, status in enumerate(statuses) if status == 204]
+    assert landed == succeeded
     stack.release(run, keep=False)

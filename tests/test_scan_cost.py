@@ -203,7 +203,7 @@ def test_a_scan_process_that_died_is_its_recorded_error(tmp_path):
 # --- Spark merge-on-read: position delete files the scan must apply --------------------------
 
 
-@pytest.mark.skipif(bool(missing_jars()), reason="Spark jars missing: run make rest-catalog")
+@pytest.mark.skipif(bool(missing_jars()), reason="Spark jars missing: run make spark-jars")
 def test_after_a_merge_on_read_upsert_the_scan_counts_and_applies_delete_files(runner, tiny_sets):
     pytest.importorskip("pyspark")
     record = runner.run(plan(runner, "upsert", "spark-mor", tiny_sets, cap_bytes=SPARK_CAP))

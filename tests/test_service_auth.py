@@ -1,5 +1,6 @@
 """The local-services servers admit only this invocation's credentials: the REST catalog its bearer
-token, moto its generated key pair; moto's control API is out of reach; no secret is left behind."""
+token, the S3 server (SeaweedFS) its generated key pair; the S3 server does what Iceberg writers ask
+of a real store (multipart uploads, ranged reads, conditional writes); no secret is left behind."""
 
 import json
 import os
@@ -19,7 +20,7 @@ from pyiceberg.exceptions import UnauthorizedError
 
 from harness.cli import main
 from harness.run.runner import Runner
-from harness.services.object_store import MotoS3Server, S3Endpoint
+from harness.services.object_store import S3Endpoint, SeaweedS3Server
 from harness.services.stacks.base import CATALOG_TOKEN_VARIABLE
 from harness.services.stacks.local_services import LocalServicesStack
 from reports.baseline import newest_results_folder
@@ -69,7 +70,7 @@ def test_pyiceberg_gets_the_token_from_the_environment_only(services_runner: Run
         run.open()
     )  # pyiceberg's RestCatalog, Authorization: Bearer from PYICEBERG_CATALOG__ICEBENCH__TOKEN
     catalog.create_namespace(run.namespace)
-    # The server writes the table's metadata to moto through its own SigV4 FileIO, pyiceberg the
+    # The server writes the table's metadata to S3 through Iceberg's S3FileIO, pyiceberg the
     # data through pyarrow's S3: both with the run's key pair.
     table = catalog.create_table(f"{run.namespace}.rows", schema=pa.schema([("id", pa.int64())]))
     table.append(pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
@@ -81,13 +82,12 @@ def test_pyiceberg_gets_the_token_from_the_environment_only(services_runner: Run
         run.open()
 
 
-# ---------------------------------------------------------------- moto: keys and control API
+# ---------------------------------------------------------------- S3 server: keys and protocol
 
 
 @pytest.fixture(scope="module")
-def moto_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Endpoint]:
-    """A server of its own: if the control API were reachable, these tests would wipe it."""
-    with MotoS3Server().running(tmp_path_factory.mktemp("moto")) as endpoint:
+def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Endpoint]:
+    with SeaweedS3Server().running(tmp_path_factory.mktemp("s3")) as endpoint:
         endpoint.filesystem().open_output_stream(f"{endpoint.bucket}/kept.txt").close()
         yield endpoint
 
@@ -103,6 +103,14 @@ def s3_client(endpoint: S3Endpoint, access_key_id: str, secret_access_key: str):
     )
 
 
+def refused_status(operation) -> tuple[int, str]:
+    with pytest.raises(ClientError) as refused:
+        operation()
+    return refused.value.response["ResponseMetadata"]["HTTPStatusCode"], refused.value.response["Error"][
+        "Code"
+    ]
+
+
 @pytest.mark.parametrize(
     ("key_pair", "expected_code"),
     [
@@ -111,9 +119,9 @@ def s3_client(endpoint: S3Endpoint, access_key_id: str, secret_access_key: str):
     ],
     ids=["wrong-secret", "unknown-key"],
 )
-def test_moto_refuses_other_keys(moto_endpoint: S3Endpoint, key_pair, expected_code):
-    client = s3_client(moto_endpoint, *key_pair(moto_endpoint))
-    bucket = moto_endpoint.bucket
+def test_the_s3_server_refuses_other_keys(s3_endpoint: S3Endpoint, key_pair, expected_code):
+    client = s3_client(s3_endpoint, *key_pair(s3_endpoint))
+    bucket = s3_endpoint.bucket
     for operation in (
         lambda: client.list_buckets(),
         lambda: client.list_objects_v2(Bucket=bucket),
@@ -121,36 +129,66 @@ def test_moto_refuses_other_keys(moto_endpoint: S3Endpoint, key_pair, expected_c
         lambda: client.put_object(Bucket=bucket, Key="intruder.txt", Body=b"x"),
         lambda: client.delete_object(Bucket=bucket, Key="kept.txt"),
     ):
-        with pytest.raises(ClientError) as refused:
-            operation()
-        assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
-        assert refused.value.response["Error"]["Code"] == expected_code
+        assert refused_status(operation) == (403, expected_code)
+    assert s3_endpoint.filesystem().get_file_info(f"{bucket}/kept.txt").size == 0  # nothing deleted
 
 
-def test_moto_refuses_unsigned_requests(moto_endpoint: S3Endpoint):
-    for path in ("/", f"/{moto_endpoint.bucket}", f"/{moto_endpoint.bucket}/kept.txt"):
-        assert http_status(f"{moto_endpoint.endpoint_url}{path}")[0] == 403, path
+def test_the_s3_server_refuses_unsigned_requests(s3_endpoint: S3Endpoint):
+    for path in ("/", f"/{s3_endpoint.bucket}", f"/{s3_endpoint.bucket}/kept.txt"):
+        assert http_status(f"{s3_endpoint.endpoint_url}{path}")[0] == 403, path
+    assert http_status(f"{s3_endpoint.endpoint_url}/{s3_endpoint.bucket}/intruder.txt", "PUT")[0] == 403
 
 
-def test_moto_admits_the_runs_keys(moto_endpoint: S3Endpoint):
-    client = s3_client(moto_endpoint, moto_endpoint.access_key_id, moto_endpoint.secret_access_key)
-    client.put_object(Bucket=moto_endpoint.bucket, Key="boto3.txt", Body=b"boto3")
-    filesystem = moto_endpoint.filesystem()  # pyarrow's S3 client, as pyiceberg's FileIO uses it
-    with filesystem.open_input_stream(f"{moto_endpoint.bucket}/boto3.txt") as stream:
+def test_the_s3_server_admits_the_runs_keys(s3_endpoint: S3Endpoint):
+    client = s3_client(s3_endpoint, s3_endpoint.access_key_id, s3_endpoint.secret_access_key)
+    client.put_object(Bucket=s3_endpoint.bucket, Key="boto3.txt", Body=b"boto3")
+    filesystem = s3_endpoint.filesystem()  # pyarrow's S3 client, as pyiceberg's FileIO uses it
+    with filesystem.open_input_stream(f"{s3_endpoint.bucket}/boto3.txt") as stream:
         assert stream.read() == b"boto3"
-    names = {info.base_name for info in filesystem.get_file_info(FileSelector(moto_endpoint.bucket))}
+    names = {info.base_name for info in filesystem.get_file_info(FileSelector(s3_endpoint.bucket))}
     assert {"kept.txt", "boto3.txt"} <= names
-    filesystem.delete_file(f"{moto_endpoint.bucket}/boto3.txt")
+    filesystem.delete_file(f"{s3_endpoint.bucket}/boto3.txt")
 
 
-@pytest.mark.parametrize(
-    "path", ["/moto-api/reset", "/moto-api/reset-auth", "/moto-api/", "/moto-api/data.json"]
-)
-def test_moto_control_api_is_not_reachable(moto_endpoint: S3Endpoint, path):
-    for method in ("GET", "POST"):
-        assert http_status(f"{moto_endpoint.endpoint_url}{path}", method)[0] == 404, (method, path)
-    # nothing was reset: the object written before is still there
-    assert moto_endpoint.filesystem().get_file_info(f"{moto_endpoint.bucket}/kept.txt").size == 0
+def test_the_s3_server_assembles_multipart_uploads_and_serves_ranges(s3_endpoint: S3Endpoint):
+    """Writers upload large data files in parts (pyarrow past 5 MiB, Iceberg Java's S3FileIO) and
+    readers fetch footers and row groups by range."""
+    client = s3_client(s3_endpoint, s3_endpoint.access_key_id, s3_endpoint.secret_access_key)
+    bucket, key, part = s3_endpoint.bucket, "multipart.bin", 5 * 2**20
+    upload = client.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+    parts = [
+        client.upload_part(Bucket=bucket, Key=key, UploadId=upload, PartNumber=n, Body=bytes([n]) * part)
+        for n in (1, 2, 3)
+    ]
+    client.complete_multipart_upload(
+        Bucket=bucket, Key=key, UploadId=upload,
+        MultipartUpload={"Parts": [{"ETag": p["ETag"], "PartNumber": n} for n, p in enumerate(parts, 1)]},
+    )  # fmt: skip
+    assert client.head_object(Bucket=bucket, Key=key)["ContentLength"] == 3 * part
+    straddling = client.get_object(Bucket=bucket, Key=key, Range=f"bytes={part - 2}-{part + 1}")
+    assert straddling["ResponseMetadata"]["HTTPStatusCode"] == 206
+    assert straddling["Body"].read() == b"\x01\x01\x02\x02"
+    abandoned = client.create_multipart_upload(Bucket=bucket, Key="abandoned.bin")["UploadId"]
+    client.abort_multipart_upload(Bucket=bucket, Key="abandoned.bin", UploadId=abandoned)
+    assert refused_status(lambda: client.head_object(Bucket=bucket, Key="abandoned.bin"))[0] == 404
+
+
+def test_the_s3_server_honours_conditional_writes(s3_endpoint: S3Endpoint):
+    """If-None-Match: * creates only what does not exist, If-Match replaces only the version read:
+    what a catalog-less commit (a compare-and-swap of a metadata pointer) needs of the store."""
+    client = s3_client(s3_endpoint, s3_endpoint.access_key_id, s3_endpoint.secret_access_key)
+    bucket, key = s3_endpoint.bucket, "pointer.json"
+
+    def put(body: bytes, **condition: str) -> None:
+        client.put_object(Bucket=bucket, Key=key, Body=body, **condition)
+
+    put(b"v1", IfNoneMatch="*")
+    assert refused_status(lambda: put(b"v2", IfNoneMatch="*"))[0] == 412
+    etag = client.head_object(Bucket=bucket, Key=key)["ETag"]
+    assert refused_status(lambda: put(b"v2", IfMatch='"0"'))[0] == 412
+    put(b"v2", IfMatch=etag)
+    assert refused_status(lambda: put(b"v3", IfMatch=etag))[0] == 412
+    assert client.get_object(Bucket=bucket, Key=key)["Body"].read() == b"v2"
 
 
 # ---------------------------------------------------------------- nothing left behind
@@ -188,7 +226,13 @@ def test_icebench_run_on_local_services_leaves_no_secret_in_results(settings, se
     folder = newest_results_folder(settings.results_dir)
     written = [path for path in folder.rglob("*") if path.is_file()]
     names = {path.name for path in written}
-    assert {"environment.json", "runs.jsonl", "worker-spec.json", "rest-catalog.log", "s3-moto.log"} <= names
+    assert {
+        "environment.json",
+        "runs.jsonl",
+        "worker-spec.json",
+        "rest-catalog.log",
+        "s3-seaweedfs.log",
+    } <= names
     for path in written:
         content = path.read_bytes()
         for secret in secrets_of_the_stack:

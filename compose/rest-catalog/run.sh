@@ -7,6 +7,5 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 if [[ ! -f $HERE/build/classpath.txt ]]; then "$HERE/build.sh" >&2; fi
-exec java -Dsun.net.httpserver.nodelay=true \
-  -Dorg.slf4j.simpleLogger.defaultLogLevel="${ICEBENCH_REST_LOG_LEVEL:-warn}" \
-  ${JAVA_OPTS:-} -cp "$(cat "$HERE/build/classpath.txt")" org.icebench.rest.RestCatalogServer "$@"
+exec java -Dorg.slf4j.simpleLogger.defaultLogLevel="${ICEBENCH_REST_LOG_LEVEL:-warn}" \
+  ${JAVA_OPTS:-} -cp "$(cat "$HERE/build/classpath.txt")" org.apache.iceberg.rest.IcebenchRestServer "$@"

@@ -1,10 +1,9 @@
-"""SparkSessions for icebench: on the run's catalog (Iceberg's JdbcCatalog on pyiceberg's own
-SQLite file) for the Spark writers and the Spark verifier, or catalog-less for generation.
+"""SparkSessions for icebench: on the run's catalog (the embedded stack's SQLite file through
+Iceberg's JdbcCatalog, or a REST catalog with its S3 store through S3FileIO) for the Spark writers
+and the Spark verifier, or catalog-less for generation.
 
-No Maven here, so `spark.jars` points at the jars `make rest-catalog` already placed in
-compose/rest-catalog/build/lib (Iceberg's Spark runtime + the relocated Jackson it lacks) and
-Debian's sqlite-jdbc. Those jars have no REST client (shaded httpclient5 >= 5.4 missing) and no
-AWS SDK, so only the embedded stack (SQLite catalog + local files) is supported.
+`spark.jars` are Iceberg's Spark runtime, the AWS SDK bundle and SQLite's JDBC driver, fetched from
+Maven Central by `make spark-jars` (compose/spark/fetch-jars.sh) into compose/spark/build/.
 pyspark is imported lazily: nothing else in icebench needs it.
 """
 
@@ -26,18 +25,20 @@ from pydantic import Field, field_validator
 from harness.base.checkout import REPO_ROOT
 from harness.base.errors import IcebenchError
 from harness.model import EngineOptions
+from harness.services.stacks.base import CATALOG_TOKEN_VARIABLE
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 SPARK_CATALOG = "icebench"  # also the catalog_name pyiceberg writes in the SQLite file
-BUILD_LIB = REPO_ROOT / "compose" / "rest-catalog" / "build" / "lib"
+JARS_ROOT = REPO_ROOT / "compose" / "spark" / "build"
+DEFAULT_ICEBERG_SPARK = "1.10.1"  # compose/spark/fetch-jars.sh DEFAULT_ICEBERG
+SPARK_LINE = "3.5_2.12"  # pyspark 3.5
+_JARS_OF_DEFAULT = JARS_ROOT / f"iceberg-{DEFAULT_ICEBERG_SPARK}"
 JARS = (
-    BUILD_LIB / "iceberg-spark-runtime-3.5_2.12-1.10.2.jar",
-    BUILD_LIB / "iceberg-shaded-jackson-core-2.18.8.jar",
-    BUILD_LIB / "iceberg-shaded-jackson-databind-2.18.8.jar",
-    BUILD_LIB / "iceberg-shaded-jackson-annotations-2.18.8.jar",
-    Path("/usr/share/java/sqlite-jdbc.jar"),
+    _JARS_OF_DEFAULT / f"iceberg-spark-runtime-{SPARK_LINE}-{DEFAULT_ICEBERG_SPARK}.jar",
+    _JARS_OF_DEFAULT / f"iceberg-aws-bundle-{DEFAULT_ICEBERG_SPARK}.jar",
+    _JARS_OF_DEFAULT / "sqlite-jdbc-3.50.3.0.jar",
 )
 MIN_HEAP = 512 * 2**20
 HEAP_SHARE = 0.6  # of the cap; the rest is JVM off-heap (metaspace, code, threads) and the python worker
@@ -50,15 +51,12 @@ class SparkUnsupported(IcebenchError):
 def spark_supports(catalog_properties: dict[str, str]) -> str | None:
     """None when a Spark writer can work on this catalog, else the reason it cannot."""
     kind = catalog_properties.get("type", "")
-    uri = catalog_properties.get("uri", "")
-    warehouse = catalog_properties.get("warehouse", "")
-    if kind != "sql" or not uri.startswith("sqlite:///"):
-        return (
-            f"Spark needs the embedded stack's SQLite catalog, not a {kind or 'non-SQLite'} catalog "
-            "(the Iceberg runtime jar here lacks shaded httpclient5 >= 5.4 for REST)"
-        )
-    if not warehouse.startswith("file:"):
-        return f"Spark needs a local warehouse, not {warehouse!r} (no AWS SDK v2 for S3FileIO)"
+    if kind == "rest":
+        return None
+    if kind != "sql" or not catalog_properties.get("uri", "").startswith("sqlite:///"):
+        return f"Spark runs on a REST catalog or the embedded SQLite file, not a {kind or '?'} catalog"
+    if not (warehouse := catalog_properties.get("warehouse", "")).startswith("file:"):
+        return f"Spark on the SQLite catalog needs its local warehouse, not {warehouse!r}"
     return None
 
 
@@ -74,7 +72,7 @@ def missing_jars() -> list[Path]:
 def check_jars() -> list[Path]:
     missing = missing_jars()
     if missing:
-        raise IcebenchError(f"Spark jar {missing[0]} is missing; run make rest-catalog")
+        raise IcebenchError(f"Spark jar {missing[0]} is missing; run make spark-jars")
     return list(JARS)
 
 
@@ -84,7 +82,46 @@ def sqlite_path(catalog_properties: dict[str, str]) -> str:
 
 
 def catalog_conf(catalog_properties: dict[str, str]) -> dict[str, str]:
-    """Spark catalog `icebench`: Iceberg's JdbcCatalog sharing pyiceberg's SqlCatalog file."""
+    """Spark catalog `icebench` on the run's catalog."""
+    if catalog_properties.get("type") == "rest":
+        return rest_catalog_conf(catalog_properties)
+    return sqlite_catalog_conf(catalog_properties)
+
+
+# pyiceberg's FileIO properties Iceberg Java's S3FileIO reads under other names.
+S3_PROPERTIES = {
+    "s3.endpoint": "s3.endpoint",
+    "s3.path-style-access": "s3.path-style-access",
+    "s3.region": "client.region",
+}
+
+
+def rest_catalog_conf(catalog_properties: dict[str, str]) -> dict[str, str]:
+    """A REST catalog, its tables' files through S3FileIO. The S3 keys reach the AWS SDK from the
+    AWS_* environment and the bearer token from the one pyiceberg reads (never a spec file); Spark
+    redacts conf values whose key says token."""
+    prefix = f"spark.sql.catalog.{SPARK_CATALOG}"
+    conf = {
+        prefix: "org.apache.iceberg.spark.SparkCatalog",
+        f"{prefix}.type": "rest",
+        f"{prefix}.uri": catalog_properties["uri"],
+        f"{prefix}.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+        f"{prefix}.cache-enabled": "false",  # see pyiceberg's commits between Spark's statements
+    }
+    if warehouse := catalog_properties.get("warehouse"):
+        conf[f"{prefix}.warehouse"] = warehouse
+    conf |= {
+        f"{prefix}.{java}": value
+        for py, java in S3_PROPERTIES.items()
+        if (value := catalog_properties.get(py))
+    }
+    if token := os.environ.get(CATALOG_TOKEN_VARIABLE) or catalog_properties.get("token"):
+        conf[f"{prefix}.token"] = token
+    return conf
+
+
+def sqlite_catalog_conf(catalog_properties: dict[str, str]) -> dict[str, str]:
+    """Iceberg's JdbcCatalog sharing pyiceberg's SqlCatalog file."""
     prefix = f"spark.sql.catalog.{SPARK_CATALOG}"
     return {
         prefix: "org.apache.iceberg.spark.SparkCatalog",

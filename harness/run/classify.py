@@ -12,6 +12,7 @@ from harness.base.growth import late_early_ratio
 from harness.judge.scan_cost import ScanReport
 from harness.model import Feed, KillNote, OomLimit, Status, WorkerOutcome, WorkerResult
 from harness.services.launcher import Launch
+from harness.services.s3_counter import Traffic
 
 
 def classify(
@@ -115,6 +116,25 @@ def scan_figures(
             "selective_scan_delete_files": scan.delete_files,
             "selective_scan_rows": scan.rows,
         })  # fmt: skip
+    return figures
+
+
+def traffic_figures(
+    write: Traffic | None, full_scan: Traffic | None, selective: Traffic | None
+) -> dict[str, Any]:
+    """The record's object-store fields (none where nothing counted): the write's requests by kind
+    and bytes both ways, each scan's requests and bytes received."""
+    figures: dict[str, Any] = {}
+    if write is not None:
+        figures.update({
+            "object_store_requests": write.requests,
+            "object_store_bytes": {"in": write.bytes_in, "out": write.bytes_out},
+            "write_requests": write.total,
+            "write_requests_usd": write.list_price_usd,
+        })  # fmt: skip
+    for name, traffic in (("full_scan", full_scan), ("selective_scan", selective)):
+        if traffic is not None:
+            figures |= {f"{name}_requests": traffic.total, f"{name}_bytes_out": traffic.bytes_out}
     return figures
 
 

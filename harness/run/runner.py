@@ -51,7 +51,7 @@ from harness.model import (
     WorkerResult,
     WorkerSpec,
 )
-from harness.run.classify import classify, scan_figures
+from harness.run.classify import classify, scan_figures, traffic_figures
 from harness.services.container import launch_container
 from harness.services.envs import Variant, library_env, pinned_versions, requirements_env
 from harness.services.launcher import Launch, RunningWorkers, WorkerHandle, launch_worker
@@ -59,6 +59,7 @@ from harness.services.leftovers import SCRATCH_FOLDER
 from harness.services.own_memory import measure_peak_rss, release_freed_memory
 from harness.services.processes import dead_service, service_peaks
 from harness.services.profiling import render_flamegraph, worker_arguments
+from harness.services.s3_counter import traffic_between
 from harness.services.stacks import RunCatalog, Stack, close_catalog
 from scenarios import get_scenario
 from scenarios.base import DataSets, Scenario
@@ -239,9 +240,11 @@ class Runner:
             services_alive()
             before = self._prepare(scenario, run_catalog, plan.sets, plan.layout)
             workers = self._workers(plan, scenario, writer, run_catalog, work)
+            counted = self.stack.traffic()
             self._launch_all(workers, plan.cap_bytes)
             ends = [self._end(scenario, writer, plan, worker) for worker in workers]
             services_alive()  # a worker killed because a server died: the run's error, nothing to judge
+            wrote = traffic_between(counted, self.stack.traffic())
             self._check_started(ends, plan.cap_bytes)
         except RunFailed as failed:
             return RunRecord(**identity, status="error", error=str(failed)), ends
@@ -250,17 +253,22 @@ class Runner:
             return RunRecord(**identity, status="error", error=error), ends
         try:  # the workers ran: whatever fails now, their figures and the table's verdict are kept
             expected = scenario.expectation(plan.sets, ends, plan.limit_rows)
+            counted = self.stack.traffic()
             judgement = self._judge(scenario, writer, plan, ends, run_catalog, before, expected)
+            judged = traffic_between(counted, self.stack.traffic())
             full_scan = take_full_scan(judgement.metrics)  # the oracle's read was the full scan
             services_alive()
+            counted = self.stack.traffic()
             scan = (
                 both_scans(full_scan, self._scan_cost(scenario, plan, run_catalog, work, expected))
                 if self.settings.scan_cost
                 else {}
             )
+            scanned = traffic_between(counted, self.stack.traffic()) if self.settings.scan_cost else None
         except RunFailed as failed:
-            return build_record(identity, ends, None, harness_error=str(failed)), ends
-        record = build_record(identity, ends, judgement, scan)
+            record = build_record(identity, ends, None, harness_error=str(failed))
+            return record.model_copy(update=traffic_figures(wrote, None, None)), ends
+        record = build_record(identity, ends, judgement, {**scan, **traffic_figures(wrote, judged, scanned)})
         record.service_peak_rss_bytes = service_peaks()  # the stack's servers, outside the box
         if self.settings.profile == "memray" and (flamegraph := render_flamegraph(work)):
             record.profile_flamegraph = str(flamegraph)
@@ -361,6 +369,7 @@ class Runner:
             "round": plan.round,
             "phase": plan.phase,
             "stack": self.stack.name,
+            "services": self.stack.services(),
             "operation": scenario.operation,
             "rows": min(source.rows, plan.limit_rows or source.rows),
             "limit_rows": plan.limit_rows,

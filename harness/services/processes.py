@@ -98,7 +98,7 @@ _WATCHED: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
 
 
 def dead_service() -> str | None:
-    """Why a server the harness started is gone before its block ended ("service moto S3 server
+    """Why a server the harness started is gone before its block ended ("service SeaweedFS S3 server
     died (exit code -9; see LOG)"), or None: what a run against it would meet, found at once rather
     than after minutes of a client's retries."""
     for name, (process, log_path) in list(_WATCHED.items()):

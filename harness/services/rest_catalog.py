@@ -1,11 +1,13 @@
-"""The Iceberg REST catalog server of `compose/rest-catalog/` (Iceberg Java's CatalogHandlers over a
-JdbcCatalog on SQLite), started on a free loopback port against an S3 endpoint. It answers only
+"""The Iceberg REST catalog server of `compose/rest-catalog/`: Apache Iceberg's REST fixture (the
+adapter and servlet apache/iceberg-rest-fixture runs) over a JdbcCatalog on SQLite, writing metadata
+with Iceberg's S3FileIO, started on a free loopback port against an S3 endpoint. It answers only
 requests that carry the bearer token it was started with (401 otherwise)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,8 +20,8 @@ from harness.services.processes import LOOPBACK, free_port, managed_process
 
 SERVER_DIR = REPO_ROOT / "compose" / "rest-catalog"
 BUILD_DIR = SERVER_DIR / "build"
-MAIN_CLASS = "org.icebench.rest.RestCatalogServer"
-# The server reads the token it demands from here (RestCatalogServer.TOKEN_ENV), never from argv.
+MAIN_CLASS = "org.apache.iceberg.rest.IcebenchRestServer"
+# The server reads the token it demands from here (IcebenchRestServer.TOKEN_ENV), never from argv.
 SERVER_TOKEN_VARIABLE = "ICEBENCH_REST_TOKEN"
 
 
@@ -32,8 +34,14 @@ def classpath() -> str:
     return path.read_text().strip()
 
 
+def fixture_version() -> str:
+    """The Iceberg release the server's jars are (compose/rest-catalog/pom.xml's iceberg.version)."""
+    found = re.search(r"<iceberg.version>([^<]+)</iceberg.version>", (SERVER_DIR / "pom.xml").read_text())
+    return found.group(1) if found else "unknown"
+
+
 class RestCatalogServer:
-    name = "iceberg-rest (CatalogHandlers + JdbcCatalog)"
+    name = "iceberg-rest-fixture (JdbcCatalog + S3FileIO)"
 
     @contextmanager
     def running(self, folder: Path, endpoint: S3Endpoint, token: str, heap: str = "768m") -> Iterator[str]:
@@ -41,14 +49,15 @@ class RestCatalogServer:
         Credentials (S3 keys, token) reach the server through its environment only."""
         port = free_port()
         uri = f"http://{LOOPBACK}:{port}"
-        # The server writes metadata through its own SigV4 FileIO (compose/rest-catalog/README.md).
+        # The server writes metadata with Iceberg's S3FileIO (keys from the AWS_* environment).
         properties = {
             "s3.endpoint": endpoint.endpoint_url,
-            "s3.region": endpoint.region,
+            "client.region": endpoint.region,
             "s3.path-style-access": "true",
         }
         command = [
-            "java", f"-Xmx{heap}", "-cp", classpath(), MAIN_CLASS,
+            "java", f"-Xmx{heap}", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-cp", classpath(), MAIN_CLASS,
             "--host", LOOPBACK, "--port", str(port),
             "--warehouse", f"s3://{endpoint.bucket}/warehouse",
             "--jdbc-uri", f"jdbc:sqlite:{(folder / 'rest-catalog.db').resolve()}",

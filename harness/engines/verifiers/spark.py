@@ -19,7 +19,7 @@ class SparkVerifier(Verifier):
     @classmethod
     def unavailable(cls) -> str | None:
         missing = missing_jars()
-        return f"Spark jar {missing[0].name} is missing (make rest-catalog)" if missing else None
+        return f"Spark jar {missing[0].name} is missing (make spark-jars)" if missing else None
 
     @classmethod
     def supports_catalog(cls, catalog_properties: dict[str, str]) -> str | None:

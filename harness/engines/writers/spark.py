@@ -1,5 +1,6 @@
 """Apache Spark (`local[*]`, or the cluster of `[engines.spark] master` / `--spark-master`) +
-Iceberg's Spark runtime on the run's own catalog file.
+Iceberg's Spark runtime on the run's catalog: the embedded stack's SQLite file, or a REST catalog and
+its S3 store.
 
 Spark reads the source parquet files itself; each operation is one Spark action and one commit:
 append `writeTo(t).append()`, replace `writeTo(t).overwrite(true)`, upsert `MERGE INTO`.
@@ -18,7 +19,14 @@ from typing import TYPE_CHECKING, ClassVar
 
 from generators.source import ParquetSource
 from harness.base.errors import SourceError
-from harness.engines.spark import SPARK_CATALOG, SparkOptions, quoted, spark_session, spark_supports
+from harness.engines.spark import (
+    DEFAULT_ICEBERG_SPARK,
+    SPARK_CATALOG,
+    SparkOptions,
+    quoted,
+    spark_session,
+    spark_supports,
+)
 from harness.engines.writers.base import StepTimer, WriteJob, Writer, snapshot_split
 
 if TYPE_CHECKING:
@@ -40,6 +48,10 @@ class SparkWriter(Writer):
     options = SparkOptions
     # copy-on-write / merge-on-read for MERGE, UPDATE and DELETE; None: leave the table as it is.
     row_level_mode: ClassVar[str | None] = None
+
+    @classmethod
+    def versions(cls) -> dict[str, str]:
+        return {**super().versions(), "iceberg-spark-runtime": DEFAULT_ICEBERG_SPARK}
 
     @classmethod
     def supports_catalog(cls, catalog_properties: dict[str, str]) -> str | None:

@@ -17,6 +17,7 @@ from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.utils.config import Config
 
 from harness.base.settings import Settings
+from harness.services.s3_counter import Traffic
 
 # The name pyiceberg (and dlt, through pyiceberg) loads a run's catalog by.
 CATALOG_NAME = "icebench"
@@ -113,3 +114,11 @@ class Stack(ABC):
     @abstractmethod
     def release(self, run: RunCatalog, keep: bool) -> None:
         """Removes what the run left (tables, files) unless `keep`."""
+
+    def services(self) -> dict[str, str]:
+        """The servers this stack runs, by role, each named with its version (none: embedded)."""
+        return {}
+
+    def traffic(self) -> Traffic | None:
+        """The object store's requests and bytes so far, where this stack counts them (None: not)."""
+        return None

@@ -1,11 +1,12 @@
 """`local-services`: an S3 server and an Iceberg REST catalog the harness starts on loopback.
 
 Both run for the whole invocation (logs under results/<run-id>/services/); every run gets its own
-namespace, dropped and deleted afterwards. Neither accepts strangers: moto admits only this
-invocation's generated key pair, the REST catalog only this invocation's bearer token. Both reach
-the harness's clients and workers through the environment, never through catalog properties
-(those are written to spec files and results). The REST catalog is Iceberg Java's own CatalogHandlers
-over a JdbcCatalog (see compose/rest-catalog/), so the server side is independent of pyiceberg.
+namespace, dropped and deleted afterwards. Neither accepts strangers: the S3 server (SeaweedFS)
+admits only this invocation's generated key pair, the REST catalog only this invocation's bearer
+token. Both reach the harness's clients and workers through the environment, never through catalog
+properties (those are written to spec files and results). The REST catalog is Apache Iceberg's own
+REST fixture over a JdbcCatalog (see compose/rest-catalog/), so the server side is independent of
+pyiceberg.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from harness.services.object_store import MotoS3Server, S3Endpoint
+from harness.services.object_store import S3Endpoint, SeaweedS3Server, seaweed_version
 from harness.services.processes import environment_variables
-from harness.services.rest_catalog import RestCatalogServer
+from harness.services.rest_catalog import RestCatalogServer, fixture_version
+from harness.services.s3_counter import Counter, Traffic, counting
 from harness.services.stacks.base import (
     CATALOG_TOKEN_VARIABLE,
     RunCatalog,
@@ -29,27 +31,43 @@ from harness.services.stacks.base import (
 
 class LocalServicesStack(Stack):
     name = "local-services"
-    description = "S3 (moto) + Iceberg REST catalog (Iceberg Java CatalogHandlers + JdbcCatalog) on loopback"
+    description = "S3 (SeaweedFS) + Iceberg REST catalog (Apache Iceberg's REST fixture) on loopback"
     catalog_shape = {"type": "rest", "uri": "http://127.0.0.1:PORT", "warehouse": "s3://BUCKET"}  # noqa: RUF012
 
     endpoint: S3Endpoint
+    counter: Counter | None = None
     catalog_uri: str
 
     @contextmanager
     def running(self, folder: Path) -> Iterator[None]:
         with ExitStack() as services:
-            self.endpoint = services.enter_context(MotoS3Server().running(folder))
+            store = services.enter_context(SeaweedS3Server().running(folder))
+            # Every client, the catalog's S3FileIO included, goes through the request counter.
+            self.endpoint, self.counter = services.enter_context(counting(folder, store))
             services.enter_context(environment_variables(self.endpoint.environment()))
             token = secrets.token_urlsafe(32)
             self.catalog_uri = services.enter_context(
                 RestCatalogServer().running(folder, self.endpoint, token)
             )
             services.enter_context(environment_variables({CATALOG_TOKEN_VARIABLE: token}))
-            yield
+            try:
+                yield
+            finally:
+                self.counter = None  # stopped with the services
 
     def catalog_for_run(self, work: Path, run_key: str) -> RunCatalog:
         properties = {"type": "rest", "uri": self.catalog_uri, **self.endpoint.client_properties()}
         return RunCatalog(properties=properties, namespace=namespace_for(run_key), work=work)
+
+    def services(self) -> dict[str, str]:
+        return {
+            "object store": f"SeaweedFS {seaweed_version()}",
+            "catalog": f"Apache Iceberg REST fixture {fixture_version()}",
+            "request counter": "icebench s3-counter",
+        }
+
+    def traffic(self) -> Traffic | None:
+        return None if self.counter is None else self.counter.traffic()
 
     def release(self, run: RunCatalog, keep: bool) -> None:
         if not keep:

@@ -1,0 +1,3 @@
+module icebench/s3-counter
+
+go 1.22

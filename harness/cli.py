@@ -95,7 +95,8 @@ from harness.services import cleanup
 from harness.services.envs import variants
 from harness.services.leftovers import sweep_leftovers
 from harness.services.own_memory import peak_since_start, run_in_box
-from harness.services.stacks import Stack, get_stack, stacks, started
+from harness.services.stacks import Stack, check_catalog, get_stack, stacks, started
+from harness.services.stacks.local_services import CATALOGS
 from reports.baseline import baseline_of, build_baseline, load_baseline, newest_results_folder, save_baseline
 from reports.caps import cap_figures, cap_lines, table_text
 from reports.compare import (
@@ -392,6 +393,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--isolation", choices=ISOLATIONS)
     parser.add_argument("--stack", help=f"where tables live: {', '.join(stacks())} (default: embedded)")
+    parser.add_argument(
+        "--catalog",
+        help=f"local-services' REST catalog: {', '.join(CATALOGS)} (default: iceberg-rest-fixture)",
+    )
     parser.add_argument(
         "--batch-rows", type=_within(Settings, "batch_rows"), help="rows per batch handed to the writer"
     )
@@ -730,6 +735,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         allow_memory_above_box=args.allow_memory_above_box,
         isolation=args.isolation,
         stack=args.stack,
+        catalog=args.catalog,
         batch_rows=args.batch_rows,
         worker_timeout_s=args.timeout,
         verify_with=args.verify_with,
@@ -753,6 +759,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         check_cap_fits(settings.harness_memory, "harness memory", settings.allow_overcommit)
     _check_memory_within_box(settings)
     get_stack(settings.stack)
+    check_catalog(settings)
     return settings
 
 

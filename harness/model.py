@@ -366,6 +366,7 @@ class RunRecord(BaseModel):
     # resident peak since it started, by name.
     service_peak_rss_bytes: dict[str, int] = {}
     services: dict[str, str] = {}  # the stack's servers by role, with versions (SeaweedFS 4.48, ...)
+    catalog: str | None = None  # --catalog, where not the stack's default; part of the run key
     versions: dict[str, str] = {}
     verdict: Verdict | None = None
     verified_with: str = "pyiceberg"  # engine(s) that read the table back: pyiceberg, or spark too
@@ -438,6 +439,7 @@ class RunKey(BaseModel, frozen=True):
     limit_rows: int | None = None  # the scale axis: the points of a fit are fed this prefix
     variant: str | None = None
     layout: str | None = None  # TableLayout.label; None: the plain table
+    catalog: str | None = None  # --catalog; None: the stack's own
     round: int | None = None  # the rounds workload: round and phase
     phase: str | None = None
     writer_source: str | None = None
@@ -464,7 +466,7 @@ class RunKey(BaseModel, frozen=True):
             self.scenario,
             self.writer,
             self.preset,
-            self.stack,
+            self.stack if self.catalog is None else f"{self.stack} {self.catalog}",
             *self._setup_parts(),
             self.variant,
             self.layout,
@@ -491,6 +493,7 @@ def run_key(record: RunRecord) -> RunKey:
         limit_rows=record.limit_rows,
         variant=record.variant,
         layout=None if record.layout.plain else record.layout.label,
+        catalog=record.catalog,
         round=record.round,
         phase=record.phase,
         writer_source=record.writer_source,

@@ -75,6 +75,10 @@ class Settings(BaseSettings):
     isolation: Isolation = "auto"
     worker_image: str = Field("icebench/worker:local", description="image of --isolation docker workers")
     stack: str = Field("embedded", description="embedded | local-services | external")
+    catalog: str = Field(
+        "iceberg-rest-fixture",
+        description="local-services' REST catalog: iceberg-rest-fixture | seaweedfs (SeaweedFS's own)",
+    )
     # The `external` stack: your REST catalog and S3. Credentials only via the environment
     # (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, PYICEBERG_CATALOG__ICEBENCH__TOKEN, ...).
     catalog_uri: str | None = None

@@ -115,6 +115,10 @@ def rest_catalog_conf(catalog_properties: dict[str, str]) -> dict[str, str]:
         for py, java in S3_PROPERTIES.items()
         if (value := catalog_properties.get(py))
     }
+    # A catalog that wants its requests signed with SigV4 (rest.sigv4-enabled, rest.signing-name, ...).
+    conf |= {
+        f"{prefix}.{name}": value for name, value in catalog_properties.items() if name.startswith("rest.")
+    }
     if token := os.environ.get(CATALOG_TOKEN_VARIABLE) or catalog_properties.get("token"):
         conf[f"{prefix}.token"] = token
     return conf

@@ -370,6 +370,7 @@ class Runner:
             "phase": plan.phase,
             "stack": self.stack.name,
             "services": self.stack.services(),
+            "catalog": self.stack.catalog,
             "operation": scenario.operation,
             "rows": min(source.rows, plan.limit_rows or source.rows),
             "limit_rows": plan.limit_rows,

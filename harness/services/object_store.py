@@ -79,12 +79,23 @@ SEAWEED_PORT_FLAGS = (
 )  # fmt: skip
 
 
+TABLE_BUCKET = "tables"  # the S3 Tables bucket SeaweedFS's Iceberg catalog keeps its tables in
+
+
 class SeaweedS3Server:
     """SeaweedFS's `weed mini` (master, volume server, filer and S3 gateway in one process) on free
     loopback ports, its data under the run's folder, its S3 gateway admitting only this
     invocation's key pair (403 for any other) and holding one bucket."""
 
     name = "seaweedfs"
+
+    def __init__(self, catalog_port: int | None = None, clients_url: str | None = None) -> None:
+        """`catalog_port`: SeaweedFS's own Iceberg REST catalog listens there too, its tables in
+        the table bucket TABLE_BUCKET (none: the catalog is off). `clients_url`: where clients reach
+        the S3 gateway (the request counter in front of it), which the catalog hands its clients
+        in each table's config."""
+        self.catalog_port = catalog_port
+        self.clients_url = clients_url
 
     @contextmanager
     def running(self, folder: Path) -> Iterator[S3Endpoint]:
@@ -101,9 +112,14 @@ class SeaweedS3Server:
         data.mkdir(parents=True, exist_ok=True)
         command = [
             str(seaweed_binary()), "mini", f"-dir={data}", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
-            f"-s3.port={port}", "-s3.port.iceberg=0", "-s3.port.lance=0", "-admin.ui=false", "-webdav=false",
-            f"-bucket={endpoint.bucket}", *(f"-{flag}={free_port()}" for flag in SEAWEED_PORT_FLAGS),
+            f"-s3.port={port}", f"-s3.port.iceberg={self.catalog_port or 0}", "-s3.port.lance=0",
+            "-admin.ui=false", "-webdav=false", f"-bucket={endpoint.bucket}",
+            *(f"-{flag}={free_port()}" for flag in SEAWEED_PORT_FLAGS),
         ]  # fmt: skip
+        if self.catalog_port:
+            command.append(f"-tableBucket={TABLE_BUCKET}")
+        if self.clients_url:
+            command.append(f"-s3.externalUrl={self.clients_url}")
         # The key pair it admits travels in its environment (weed reads it at start), never in argv.
         server_environment = {**os.environ, **endpoint.environment()}
         try:

@@ -89,12 +89,14 @@ class Counter:
 
 
 @contextmanager
-def counting(folder: Path, endpoint: S3Endpoint) -> Iterator[tuple[S3Endpoint, Counter]]:
-    """`endpoint` behind a counter while the block runs: the endpoint its clients must use, and
-    the counter."""
+def counting(
+    folder: Path, endpoint: S3Endpoint, port: int | None = None
+) -> Iterator[tuple[S3Endpoint, Counter]]:
+    """`endpoint` behind a counter (on `port`, else a free one) while the block runs: the endpoint
+    its clients must use, and the counter."""
     if not COUNTER_BINARY.is_file():
         raise IcebenchError(f"the S3 request counter is not built: run `make s3-counter` ({COUNTER_DIR})")
-    port = free_port()
+    port = port or free_port()
     url = f"http://{LOOPBACK}:{port}"
     command = [str(COUNTER_BINARY), "-listen", f"{LOOPBACK}:{port}", "-target", endpoint.endpoint_url]
     log = folder / "s3-counter.log"

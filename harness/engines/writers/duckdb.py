@@ -50,6 +50,8 @@ def duckdb_supports(catalog_properties: dict[str, str]) -> str | None:
     """DuckDB's iceberg extension writes only through an Iceberg REST catalog."""
     if (kind := catalog_properties.get("type")) != "rest":
         return f"DuckDB's iceberg extension writes only through a REST catalog, not a {kind!r} catalog"
+    if catalog_properties.get("rest.sigv4-enabled") == "true":
+        return "DuckDB attaches a generic REST catalog with a token or OAuth, not SigV4 signing"
     return None
 
 

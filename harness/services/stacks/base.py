@@ -57,8 +57,10 @@ def namespace_for(run_key: str) -> str:
     return "icebench_" + re.sub(r"\W", "_", run_key)
 
 
-def purge_namespace(run: RunCatalog) -> None:
-    """Drops the run's tables and deletes every object under their locations, then the namespace."""
+def purge_namespace(run: RunCatalog, through_catalog: bool = False) -> None:
+    """Drops the run's tables and deletes every object under their locations, then the namespace.
+    `through_catalog`: the catalog purges its tables' files itself (it owns their bucket, as S3
+    Tables do, and refuses to have them deleted past it)."""
     catalog = run.open()
     try:
         try:
@@ -67,6 +69,9 @@ def purge_namespace(run: RunCatalog) -> None:
             return
         namespace_folders = {}
         for identifier in identifiers:
+            if through_catalog:
+                catalog.purge_table(identifier)
+                continue
             table = catalog.load_table(identifier)
             scheme, netloc, path = PyArrowFileIO.parse_location(table.location())
             filesystem = (
@@ -114,6 +119,11 @@ class Stack(ABC):
     @abstractmethod
     def release(self, run: RunCatalog, keep: bool) -> None:
         """Removes what the run left (tables, files) unless `keep`."""
+
+    @property
+    def catalog(self) -> str | None:
+        """The catalog a stack that offers several runs (--catalog), where not its default."""
+        return None
 
     def services(self) -> dict[str, str]:
         """The servers this stack runs, by role, each named with its version (none: embedded)."""

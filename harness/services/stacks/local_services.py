@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from harness.services.object_store import S3Endpoint, SeaweedS3Server, seaweed_version
-from harness.services.processes import environment_variables
+from harness.services.object_store import TABLE_BUCKET, S3Endpoint, SeaweedS3Server, seaweed_version
+from harness.services.processes import LOOPBACK, environment_variables, free_port
 from harness.services.rest_catalog import RestCatalogServer, fixture_version
 from harness.services.s3_counter import Counter, Traffic, counting
 from harness.services.stacks.base import (
@@ -27,6 +27,12 @@ from harness.services.stacks.base import (
     namespace_for,
     purge_namespace,
 )
+
+# The REST catalogs this stack can run (--catalog): Apache Iceberg's REST fixture over a JdbcCatalog,
+# or SeaweedFS's own Iceberg catalog inside the S3 server (requests signed with SigV4, as AWS S3
+# Tables'; its metadata written by the server itself, past the request counter).
+DEFAULT_CATALOG = "iceberg-rest-fixture"
+CATALOGS = (DEFAULT_CATALOG, "seaweedfs")
 
 
 class LocalServicesStack(Stack):
@@ -38,18 +44,29 @@ class LocalServicesStack(Stack):
     counter: Counter | None = None
     catalog_uri: str
 
+    @property
+    def seaweed_catalog(self) -> bool:
+        return self.settings.catalog == "seaweedfs"
+
     @contextmanager
     def running(self, folder: Path) -> Iterator[None]:
         with ExitStack() as services:
-            store = services.enter_context(SeaweedS3Server().running(folder))
-            # Every client, the catalog's S3FileIO included, goes through the request counter.
-            self.endpoint, self.counter = services.enter_context(counting(folder, store))
-            services.enter_context(environment_variables(self.endpoint.environment()))
-            token = secrets.token_urlsafe(32)
-            self.catalog_uri = services.enter_context(
-                RestCatalogServer().running(folder, self.endpoint, token)
+            catalog_port = free_port() if self.seaweed_catalog else None
+            counter_port = free_port()  # SeaweedFS's catalog hands it to clients in table configs
+            store = services.enter_context(
+                SeaweedS3Server(catalog_port, f"http://{LOOPBACK}:{counter_port}").running(folder)
             )
-            services.enter_context(environment_variables({CATALOG_TOKEN_VARIABLE: token}))
+            # Every client, the fixture's S3FileIO included, goes through the request counter.
+            self.endpoint, self.counter = services.enter_context(counting(folder, store, counter_port))
+            services.enter_context(environment_variables(self.endpoint.environment()))
+            if catalog_port:
+                self.catalog_uri = f"http://{LOOPBACK}:{catalog_port}"
+            else:
+                token = secrets.token_urlsafe(32)
+                self.catalog_uri = services.enter_context(
+                    RestCatalogServer().running(folder, self.endpoint, token)
+                )
+                services.enter_context(environment_variables({CATALOG_TOKEN_VARIABLE: token}))
             try:
                 yield
             finally:
@@ -57,12 +74,25 @@ class LocalServicesStack(Stack):
 
     def catalog_for_run(self, work: Path, run_key: str) -> RunCatalog:
         properties = {"type": "rest", "uri": self.catalog_uri, **self.endpoint.client_properties()}
+        if self.seaweed_catalog:  # its tables live in the table bucket; clients sign with SigV4
+            properties |= {
+                "warehouse": TABLE_BUCKET,
+                "rest.sigv4-enabled": "true",
+                "rest.signing-name": "s3tables",
+                "rest.signing-region": self.endpoint.region,
+            }
         return RunCatalog(properties=properties, namespace=namespace_for(run_key), work=work)
+
+    @property
+    def catalog(self) -> str | None:
+        return None if self.settings.catalog == DEFAULT_CATALOG else self.settings.catalog
 
     def services(self) -> dict[str, str]:
         return {
             "object store": f"SeaweedFS {seaweed_version()}",
-            "catalog": f"Apache Iceberg REST fixture {fixture_version()}",
+            "catalog": f"SeaweedFS {seaweed_version()} Iceberg catalog"
+            if self.seaweed_catalog
+            else f"Apache Iceberg REST fixture {fixture_version()}",
             "request counter": "icebench s3-counter",
         }
 
@@ -71,4 +101,4 @@ class LocalServicesStack(Stack):
 
     def release(self, run: RunCatalog, keep: bool) -> None:
         if not keep:
-            purge_namespace(run)
+            purge_namespace(run, through_catalog=self.seaweed_catalog)

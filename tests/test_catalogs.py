@@ -27,10 +27,13 @@ def catalog_runner(settings: Settings, request: pytest.FixtureRequest) -> Iterat
         yield Runner(on_catalog, store, stack)
 
 
-def test_a_race_of_two_appends_keeps_both_or_fails_one_cleanly(catalog_runner: Runner, tiny_sets):
+def test_a_race_of_two_appends_keeps_both_or_fails_one_cleanly(
+    catalog_runner: Runner, tiny_sets, verdict_passed
+):
     plan = RunPlan("concurrent-writers", "pyiceberg-table", "tiny", tiny_sets, 2_000, cap_bytes=1 << 30)
     record = catalog_runner.run(plan)
-    assert record.verdict is not None and record.verdict.passed, (record.error, record.verdict)
+    # The loser of a compare-and-swap may have written a metadata file before it lost: timing.
+    assert verdict_passed(record), (record.error, record.verdict)
     assert len(record.workers) == 2
     # Both landed (pyiceberg retried the loser's commit), or the loser failed and left nothing.
     assert all(w.status == "ok" for w in record.workers) or record.status == "error"

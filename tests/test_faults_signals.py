@@ -68,7 +68,7 @@ def test_sigkilled_harness_takes_the_local_services_along(settings, tiny_sets, t
     run = HarnessRun.start(settings, tmp_path / "results", "append", "--stack", "local-services")
     run.wait_for_workers()
     services = run.service_processes()
-    assert sorted(s.name() for s in services) == ["java", "weed"]
+    assert sorted(s.name() for s in services) == ["java", "s3-counter", "weed"]
     ports = [
         c.laddr.port for s in services for c in s.net_connections("inet") if c.status == psutil.CONN_LISTEN
     ]
@@ -85,7 +85,7 @@ def test_sigkilled_harness_takes_the_local_services_along(settings, tiny_sets, t
     assert run.leftovers() == []
 
 
-SERVICE_PROGRAMS = re.compile(r"weed mini|IcebenchRestServer")
+SERVICE_PROGRAMS = re.compile(r"weed mini|IcebenchRestServer|s3-counter")
 
 
 def listeners(port: int) -> list[str]:

@@ -163,27 +163,35 @@ public final class IcebenchRestServer {
     }
   }
 
-  /** 401 for a request without `Authorization: Bearer <token>`; digests compared in constant time. */
+  /**
+   * 401 for a request without `Authorization: Bearer <token>` (the scheme in any case, RFC 6750);
+   * the tokens' digests compared in constant time.
+   */
   static final class BearerToken implements Filter {
+    private static final String SCHEME = "Bearer ";
     private final byte[] expected;
 
     BearerToken(String token) {
-      this.expected = sha256("Bearer " + token);
+      this.expected = sha256(token);
     }
 
     @Override
     public void doFilter(ServletRequest request, ServletResponse response, FilterChain chain)
         throws IOException, ServletException {
       String given = ((HttpServletRequest) request).getHeader("Authorization");
-      if (given != null && MessageDigest.isEqual(expected, sha256(given))) {
+      if (given != null
+          && given.regionMatches(true, 0, SCHEME, 0, SCHEME.length())
+          && MessageDigest.isEqual(expected, sha256(given.substring(SCHEME.length())))) {
         chain.doFilter(request, response);
         return;
       }
       HttpServletResponse http = (HttpServletResponse) response;
       http.setStatus(401);
       http.setContentType("application/json");
-      http.getWriter().write("{\"error\":{\"message\":\"missing or wrong bearer token\","
-          + "\"type\":\"NotAuthorizedException\",\"code\":401}}");
+      http.getWriter()
+          .write(
+              "{\"error\":{\"message\":\"missing or wrong bearer token\","
+                  + "\"type\":\"NotAuthorizedException\",\"code\":401}}");
     }
 
     private static byte[] sha256(String text) {

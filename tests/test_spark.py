@@ -11,7 +11,6 @@ import pyarrow as pa
 import pytest
 
 from generators.checksum import Checksum
-from harness.base.errors import IcebenchError
 from harness.base.results import ResultsStore
 from harness.cli import main
 from harness.engines.spark import missing_jars, spark_supports
@@ -102,10 +101,18 @@ def test_engines_that_disagree_fail_a_check_naming_both():
     assert engines_agree("pyiceberg", one, "spark", Checksum.of(pa.table({"a": range(9, -1, -1)}))).passed
 
 
-def test_verify_with_spark_refuses_stacks_spark_cannot_read(settings):
+def test_verify_with_spark_reads_rest_catalogs_too(settings, services_runner, tiny_sets):
+    """Spark reads a REST catalog's tables through S3FileIO: the cross-engine check runs on
+    local-services (and is no longer refused for external)."""
     rest = settings.model_copy(update={"verify_with": "spark", "catalog_uri": "http://127.0.0.1:9"})
-    with pytest.raises(IcebenchError, match="--verify-with spark cannot read external tables"):
-        Runner(rest, ResultsStore(settings.results_dir), ExternalStack(rest))
+    Runner(rest, ResultsStore(settings.results_dir), ExternalStack(rest))
+    on_services = services_runner.settings.model_copy(update={"verify_with": "spark"})
+    runner = Runner(on_services, services_runner.store, services_runner.stack)
+    record = runner.run(
+        RunPlan("append", "pyiceberg-add-files", "tiny", tiny_sets, 5_000, cap_bytes=SPARK_CAP)
+    )
+    assert record.verified_with == "spark" and record.verdict.passed, record.verdict
+    assert any(check.name == "engines_agree" and check.passed for check in record.verdict.checks)
 
 
 def test_generate_on_spark_gives_the_pyarrow_sets_rows(tmp_path, capsys):

@@ -14,14 +14,20 @@ from pyiceberg.io.pyarrow import (
     parquet_path_to_id_mapping,
 )
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+from pyiceberg.partitioning import PartitionField
+from pyiceberg.schema import Schema
 from pyiceberg.table import Table
+from pyiceberg.transforms import IdentityTransform
+from pyiceberg.types import NestedField, UUIDType
 
 from harness.base.errors import IcebenchError
 from harness.base.layout import parse_layout, parse_partition, parse_property, parse_sort
 from harness.base.results import read_runs
 from harness.cli import main
 from harness.judge.oracle import capture_state, judge
-from harness.judge.partitions import PARTITION_CHECK
+from harness.judge.partitions import PARTITION_CHECK, _bounded
+from harness.judge.readback import FileFacts
+from harness.judge.statistics import ColumnStats
 from reports.baseline import newest_results_folder
 from scenarios import get_scenario
 from scenarios.base import DataSets, expect_set, register_set
@@ -243,6 +249,18 @@ def test_a_null_in_a_dated_partitions_file_fails_the_partition_check(tmp_path, t
         overwrite.append_data_file(_rewritten(table, rows, victim, "blanked.parquet"))
     nulled = _checks(table, tiny_sets, before)[PARTITION_CHECK]
     assert not nulled.passed and "blanked.parquet" in nulled.reason and "=None" in nulled.reason
+
+
+def test_a_column_counted_but_never_bounded_is_checked_row_by_row():
+    """UUIDs are counted and never bounded by the read-back: their bounds cannot settle a partition
+    (an empty set of edges would pass any file), so such a field goes to the rows."""
+    field = PartitionField(source_id=1, field_id=1000, transform=IdentityTransform(), name="u")
+    schema = Schema(NestedField(1, "u", UUIDType(), required=False))
+    facts = FileFacts(listed=None, rows=5)  # type: ignore[arg-type]
+    facts.stats.columns[1] = ColumnStats(values=5, nulls=0)
+    assert not _bounded(field, schema, facts)
+    facts.stats.columns[1] = ColumnStats(values=5, nulls=5)  # all null: nothing to bound
+    assert _bounded(field, schema, facts)
 
 
 def test_a_file_stating_the_wrong_partition_fails_the_partition_check(tmp_path, tiny_sets):

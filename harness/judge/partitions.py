@@ -85,11 +85,15 @@ def _misplaced(table: Table, spec: PartitionSpec, facts: FileFacts) -> str | Non
 
 def _bounded(field: PartitionField, schema: Schema, facts: FileFacts) -> bool:
     """The file's true bounds of the column settle the field: an order-preserving transform of a
-    column the read-back gathered (floats aside: NaN and the signed zeros are values of their own)."""
+    column whose bounds the read-back gathered. Not for floats (NaN and the signed zeros are values
+    of their own), nor where values went unbounded (UUIDs are counted, never bounded): a column
+    with non-null values and no bounds would pass any partition."""
     source_type = schema.find_field(field.source_id).field_type
+    column = facts.stats.columns.get(field.source_id)
     return (
         field.transform.preserves_order
-        and field.source_id in facts.stats.columns
+        and column is not None
+        and (column.low is not None or column.values == column.nulls)
         and not isinstance(source_type, FloatType | DoubleType)
     )
 

@@ -6,7 +6,8 @@ transforms of the spec the file was written with, the partition tuple its entry 
 prunes files by that tuple, so a row in the wrong file is a row a filtered read misses. Where each
 transform preserves order (identity, year to hour, truncate), the file's true minimum and maximum
 (and a null, if it has one), which the read-back gathered from every row, give every value its
-rows can give; otherwise (bucket, floats, a column the file lacks) the partition columns are read.
+rows can give; otherwise (bucket, floats, a column the file lacks or the read-back never bounds,
+such as a UUID) the partition columns are read.
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ $(S3_COUNTER): compose/s3-counter/build.sh compose/s3-counter/main.go compose/s3
 s3-counter: $(S3_COUNTER)
 
 # Spark's jars: Iceberg's Spark runtime, the AWS SDK bundle, SQLite's JDBC driver (Maven Central).
-SPARK_JARS := compose/spark/build/iceberg-1.10.1/.complete
+SPARK_JARS := compose/spark/build/spark-3.5_2.12/iceberg-1.10.1/.complete
 $(SPARK_JARS): compose/spark/fetch-jars.sh
 	@echo '==> fetching Spark'"'"'s Iceberg jars from Maven Central (~120 MB the first time)'
 	compose/spark/fetch-jars.sh

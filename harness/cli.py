@@ -138,8 +138,9 @@ from scenarios.rounds import PHASES
 
 ConfigTable = TypeVar("ConfigTable", bound=BaseModel)
 
-# Writer libraries whose versions a run can vary (--pyiceberg 0.9.1,0.12.0).
-VERSIONED_LIBRARIES = ("pyiceberg", "dlt", "polars", "daft")
+# Writer libraries whose versions a run can vary (--pyiceberg 0.9.1,0.12.0), and Iceberg's Spark
+# runtime (--iceberg-spark 1.9.2,1.10.1: a jar, harness/services/envs.py JVM_RUNTIMES).
+VERSIONED_LIBRARIES = ("pyiceberg", "dlt", "polars", "daft", "pyspark", "iceberg-spark")
 
 # A file or CI log gets 200 columns unless COLUMNS says otherwise; a terminal, its own width.
 console = Console(width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 200)
@@ -299,6 +300,11 @@ def _names(text: str) -> list[str]:
     return names
 
 
+def _dest(library: str) -> str:
+    """The argparse attribute of a library's version flag (`--iceberg-spark`: iceberg_spark)."""
+    return library.replace("-", "_")
+
+
 def _versions(text: str) -> list[str]:
     try:
         return [check_version(version) for version in _names(text)]
@@ -411,6 +417,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
             f"--{library}",
             metavar="VERSIONS",
             type=_versions,
+            dest=_dest(library),
             help=f"run the workers with each of these {library} versions (comma-separated), in turn",
         )
     parser.add_argument(
@@ -741,7 +748,9 @@ def _settings(args: argparse.Namespace) -> Settings:
         verify_with=args.verify_with,
         profile=args.profile,
         library_versions={
-            library: getattr(args, library) for library in VERSIONED_LIBRARIES if getattr(args, library)
+            library: getattr(args, _dest(library))
+            for library in VERSIONED_LIBRARIES
+            if getattr(args, _dest(library))
         }
         or None,
         engines=_engine_flags(args),

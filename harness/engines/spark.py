@@ -3,7 +3,8 @@ Iceberg's JdbcCatalog, or a REST catalog with its S3 store through S3FileIO) for
 and the Spark verifier, or catalog-less for generation.
 
 `spark.jars` are Iceberg's Spark runtime, the AWS SDK bundle and SQLite's JDBC driver, fetched from
-Maven Central by `make spark-jars` (compose/spark/fetch-jars.sh) into compose/spark/build/.
+Maven Central by `make spark-jars` (compose/spark/fetch-jars.sh) into compose/spark/build/; other
+Iceberg versions (`--iceberg-spark`) and Spark 4 (`--pyspark 4.0.1`) by the runner on first use.
 pyspark is imported lazily: nothing else in icebench needs it.
 """
 
@@ -14,6 +15,7 @@ import os
 import re
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -32,14 +34,14 @@ if TYPE_CHECKING:
 
 SPARK_CATALOG = "icebench"  # also the catalog_name pyiceberg writes in the SQLite file
 JARS_ROOT = REPO_ROOT / "compose" / "spark" / "build"
+FETCH_JARS = REPO_ROOT / "compose" / "spark" / "fetch-jars.sh"
 DEFAULT_ICEBERG_SPARK = "1.10.1"  # compose/spark/fetch-jars.sh DEFAULT_ICEBERG
-SPARK_LINE = "3.5_2.12"  # pyspark 3.5
-_JARS_OF_DEFAULT = JARS_ROOT / f"iceberg-{DEFAULT_ICEBERG_SPARK}"
-JARS = (
-    _JARS_OF_DEFAULT / f"iceberg-spark-runtime-{SPARK_LINE}-{DEFAULT_ICEBERG_SPARK}.jar",
-    _JARS_OF_DEFAULT / f"iceberg-aws-bundle-{DEFAULT_ICEBERG_SPARK}.jar",
-    _JARS_OF_DEFAULT / "sqlite-jdbc-3.50.3.0.jar",
-)
+# The Iceberg runtime of a worker other than the default: `--iceberg-spark` (the runner sets it).
+ICEBERG_SPARK_VARIABLE = "ICEBENCH_ICEBERG_SPARK"
+# pyspark's minor version: the Spark line Iceberg builds its runtime for (Spark 4 is Scala 2.13 only).
+SPARK_LINES = {"3.5": "3.5_2.12", "4.0": "4.0_2.13"}
+SQLITE_JDBC = "sqlite-jdbc-3.50.3.0.jar"  # compose/spark/fetch-jars.sh SQLITE_JDBC
+FETCH_TIMEOUT_S = 900.0
 MIN_HEAP = 512 * 2**20
 HEAP_SHARE = 0.6  # of the cap; the rest is JVM off-heap (metaspace, code, threads) and the python worker
 
@@ -65,15 +67,64 @@ def quoted(*parts: str) -> str:
     return ".".join(f"`{part.replace('`', '``')}`" for part in parts)
 
 
+def iceberg_spark_version() -> str:
+    return os.environ.get(ICEBERG_SPARK_VARIABLE) or DEFAULT_ICEBERG_SPARK
+
+
+def spark_line(pyspark_version: str | None = None) -> str:
+    """`3.5_2.12` for pyspark 3.5.x (this environment's when not given): the suffix of Iceberg's
+    runtime artifact for that Spark."""
+    if pyspark_version is None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            pyspark_version = version("pyspark")
+        except PackageNotFoundError:
+            raise IcebenchError("pyspark is not installed in this environment") from None
+    minor = ".".join(pyspark_version.split(".")[:2])
+    if minor not in SPARK_LINES:
+        known = ", ".join(SPARK_LINES)
+        raise IcebenchError(f"pyspark {pyspark_version}: Iceberg's Spark runtimes here are for Spark {known}")
+    return SPARK_LINES[minor]
+
+
+def jars(iceberg: str | None = None, line: str | None = None) -> list[Path]:
+    """Iceberg's Spark runtime, the AWS SDK bundle and SQLite's JDBC driver, as fetch-jars.sh lays
+    them out; by default for this worker's Iceberg version and pyspark."""
+    iceberg, line = iceberg or iceberg_spark_version(), line or spark_line()
+    folder = JARS_ROOT / f"spark-{line}" / f"iceberg-{iceberg}"
+    return [
+        folder / f"iceberg-spark-runtime-{line}-{iceberg}.jar",
+        folder / f"iceberg-aws-bundle-{iceberg}.jar",
+        folder / SQLITE_JDBC,
+    ]
+
+
 def missing_jars() -> list[Path]:
-    return [jar for jar in JARS if not jar.is_file()]
+    return [jar for jar in jars() if not jar.is_file()]
 
 
 def check_jars() -> list[Path]:
     missing = missing_jars()
     if missing:
-        raise IcebenchError(f"Spark jar {missing[0]} is missing; run make spark-jars")
-    return list(JARS)
+        pinned = (iceberg_spark_version(), spark_line()) == (DEFAULT_ICEBERG_SPARK, SPARK_LINES["3.5"])
+        fetch = "make spark-jars" if pinned else f"compose/spark/{FETCH_JARS.name}"
+        raise IcebenchError(f"Spark jar {missing[0]} is missing; run {fetch}")
+    return jars()
+
+
+def fetch_jars(iceberg: str, line: str) -> None:
+    """Fetches (once: then cached) the jars of one Iceberg version for one Spark line from Maven
+    Central; a failure is one line naming what could not be fetched."""
+    if (jars(iceberg, line)[0].parent / ".complete").is_file():
+        return
+    done = subprocess.run(
+        [str(FETCH_JARS), iceberg], env={**os.environ, "SPARK_LINE": line},
+        capture_output=True, text=True, timeout=FETCH_TIMEOUT_S, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise IcebenchError(f"cannot fetch Iceberg {iceberg}'s Spark {line} runtime: {last}")
 
 
 def sqlite_path(catalog_properties: dict[str, str]) -> str:

@@ -27,6 +27,7 @@ from harness.base.results import ResultsStore, now_iso, read_report
 from harness.base.settings import Settings
 from harness.base.signals import signals_held
 from harness.engines.availability import unavailable_in
+from harness.engines.spark import DEFAULT_ICEBERG_SPARK, ICEBERG_SPARK_VARIABLE, fetch_jars, spark_line
 from harness.engines.verifiers import Verifier, equality_delete_readers, get_verifier
 from harness.engines.writers import Writer, get_writer
 from harness.judge.oracle import TableState, capture_state, judge, orphan_files, unreadable_verdict
@@ -145,14 +146,13 @@ class Runner:
         self.variant = variant
         self.envs_root = settings.data_dir.parent / "envs"
         self.python: Path | None = None  # the variant's interpreter; None: this one
+        self.worker_variables: dict[str, str] = {}  # what a JVM runtime's variant tells its workers
         self.probing_caps = False  # find-cap's bisection runs: marked as its probes
         # A worker the cap kills as it starts: the run's OOM (find-cap), not the command's error.
         self.starved_is_oom = False
         self._unavailable_reasons: dict[str, str | None] = {}  # writer: why it cannot write (None: it can)
         if variant is not None:
-            if self.isolation == "docker":
-                raise IcebenchError(f"--{variant.library} versions run in local environments, not containers")
-            self.python = library_env(variant.library, variant.version, self.envs_root)
+            self._set_up(variant)
         self.verifier = get_verifier(settings.verify_with)  # None: the oracle's pyiceberg read alone
         self.verifier_options = settings.engine_options(self.verifier.options) if self.verifier else None
         if self.verifier and (why := self.verifier.supports_catalog(stack.catalog_shape)):
@@ -164,6 +164,20 @@ class Runner:
         # The reader of tables with equality deletes when the one asked for cannot apply them:
         # chosen on the first such table (see equality_reader), then kept.
         self._equality_reader: tuple[Verifier, EngineOptions] | str | None = None
+
+    def _set_up(self, variant: Variant) -> None:
+        """The variant's environment, or the Iceberg runtime its Spark workers load: made or
+        fetched once (then cached) before any run, a failure the command's one-line error."""
+        if self.isolation == "docker":
+            raise IcebenchError(f"--{variant.library} versions run in local environments, not containers")
+        if variant.on_jvm:
+            fetch_jars(variant.version, spark_line())
+            self.worker_variables = {ICEBERG_SPARK_VARIABLE: variant.version}
+            return
+        if variant.library == "pyspark":  # Spark's other line: its Scala's build of the runtime
+            line = spark_line(variant.version)  # one no Iceberg runtime is built for: refused before pip
+            fetch_jars(DEFAULT_ICEBERG_SPARK, line)
+        self.python = library_env(variant.library, variant.version, self.envs_root)
 
     def equality_reader(self) -> tuple[Verifier, EngineOptions] | str:
         """The cheapest verifier that applies equality deletes and can run on this stack, with its
@@ -309,7 +323,8 @@ class Runner:
     ) -> str | None:
         """Why `writer` cannot run `scenario` here (recorded as unsupported), or None. RunFailed
         when the writer's own environment, where it is asked whether it can write, cannot be made."""
-        refusal = self._environment_refusal(writer) or self._unavailable(writer)
+        refusal = self._environment_refusal(writer) or self._variant_refusal(writer)
+        refusal = refusal or self._unavailable(writer)
         if reason := refusal or scenario.unsupported_reason(writer):
             return reason
         key_columns = list(plan.sets[scenario.source_set].manifest.key_columns)
@@ -329,6 +344,13 @@ class Runner:
         if self.isolation == "docker":
             return f"{writer.name} runs in its own local environment, not in the worker container"
         return None
+
+    def _variant_refusal(self, writer: type[Writer]) -> str | None:
+        """Why the variant does not apply to this writer (it would run as in the main environment)."""
+        if self.variant is None or self.variant.changes(writer.libraries):
+            return None
+        library = self.variant.library
+        return f"{writer.name} does not use {library}: --{library} changes nothing it runs"
 
     def _unavailable(self, writer: type[Writer]) -> str | None:
         """Why the writer cannot write at all (`Writer.unavailable`), asked once per runner where
@@ -458,7 +480,8 @@ class Runner:
         # The worker's temp files (dlt's pipeline folder, Spark's scratch) go here, and are removed
         # from here whatever its end: a worker OOM-killed or SIGKILLed runs no cleanup of its own.
         scratch = work / SCRATCH_FOLDER
-        limits = self._limits(worker_arguments(self.settings.profile, work), {"TMPDIR": str(scratch)})
+        variables = {"TMPDIR": str(scratch), **self.worker_variables}
+        limits = self._limits(worker_arguments(self.settings.profile, work), variables)
         try:
             scratch.mkdir(exist_ok=True)
             with self._capped(cap_bytes) as cap:

@@ -87,9 +87,15 @@ def installed_version(python: Path, library: str) -> str:
     return done.stdout.strip() if done.returncode == 0 else "missing"
 
 
+# Variants that are no Python library but a runtime a Python library loads: the Python library
+# (in `Writer.libraries`) of the writers they change. Their workers run in the main environment.
+JVM_RUNTIMES = {"iceberg-spark": "pyspark"}  # Iceberg's Spark runtime jar, from Maven Central
+
+
 @dataclass(frozen=True)
 class Variant:
-    """One version of one writer library the workers run with (the rest is the main environment)."""
+    """One version of one writer library (or runtime) the workers run with; the rest is the main
+    environment."""
 
     library: str
     version: str
@@ -97,6 +103,14 @@ class Variant:
     @property
     def label(self) -> str:
         return f"{self.library} {self.version}"
+
+    @property
+    def on_jvm(self) -> bool:
+        return self.library in JVM_RUNTIMES
+
+    def changes(self, libraries: Sequence[str]) -> bool:
+        """Whether a writer that uses these libraries runs differently in this variant."""
+        return JVM_RUNTIMES.get(self.library, self.library) in libraries
 
 
 def variants(requested: dict[str, list[str]]) -> list[Variant | None]:

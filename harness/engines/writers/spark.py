@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, ClassVar
 from generators.source import ParquetSource
 from harness.base.errors import SourceError
 from harness.engines.spark import (
-    DEFAULT_ICEBERG_SPARK,
     SPARK_CATALOG,
     SparkOptions,
+    iceberg_spark_version,
     quoted,
     spark_session,
     spark_supports,
@@ -51,7 +51,7 @@ class SparkWriter(Writer):
 
     @classmethod
     def versions(cls) -> dict[str, str]:
-        return {**super().versions(), "iceberg-spark-runtime": DEFAULT_ICEBERG_SPARK}
+        return {**super().versions(), "iceberg-spark-runtime": iceberg_spark_version()}
 
     @classmethod
     def supports_catalog(cls, catalog_properties: dict[str, str]) -> str | None:

@@ -1,0 +1,72 @@
+"""Spark's versions as a variant axis: Iceberg's Spark runtime (`--iceberg-spark 1.9.2,1.10.1`, a
+jar from Maven Central) and Spark itself (`--pyspark 4.0.1`: its Scala 2.13 runtime), each fetched
+on first use, their runs labelled side by side."""
+
+import re
+
+import pytest
+
+from harness.base.errors import IcebenchError
+from harness.base.results import read_runs
+from harness.cli import main
+from harness.engines.spark import JARS_ROOT, missing_jars, spark_line
+from reports.baseline import newest_results_folder
+
+pytestmark = [
+    pytest.mark.usefixtures("cli_settings"),
+    pytest.mark.skipif(bool(missing_jars()), reason="Spark jars missing: run make spark-jars"),
+]
+
+
+def _runs(settings) -> dict[tuple[str, str | None], object]:
+    return {(r.writer, r.variant): r for r in read_runs(newest_results_folder(settings.results_dir))}
+
+
+def test_iceberg_spark_runtimes_side_by_side(settings, tiny_sets):
+    code = main(
+        ["matrix", "--scenarios", "upsert", "--writers", "spark,pyiceberg-table", "--preset", "tiny",
+         "--memory", "2g", "--iceberg-spark", "1.9.2,1.10.1"]
+    )  # fmt: skip
+    assert code == 0
+    runs = _runs(settings)
+    for version in ("1.9.2", "1.10.1"):
+        spark = runs["spark", f"iceberg-spark {version}"]
+        assert spark.status == "ok" and spark.verdict.passed
+        assert spark.versions["iceberg-spark-runtime"] == version  # what the worker's JVM loaded
+        # A writer the runtime does not touch would only repeat itself: refused, with why.
+        untouched = runs["pyiceberg-table", f"iceberg-spark {version}"]
+        assert untouched.status == "unsupported"
+        assert untouched.error == (
+            "pyiceberg-table does not use iceberg-spark: --iceberg-spark changes nothing it runs"
+        )
+
+
+def test_spark_4_runs_on_its_own_iceberg_runtime(settings, tiny_sets):
+    code = main(
+        ["run", "--scenario", "upsert", "--writer", "spark", "--preset", "tiny", "--memory", "2g",
+         "--pyspark", "4.0.1"]
+    )  # fmt: skip
+    assert code == 0
+    record = _runs(settings)["spark", "pyspark 4.0.1"]
+    assert record.status == "ok" and record.verdict.passed
+    assert record.versions["pyspark"] == "4.0.1"
+    runtime = record.versions["iceberg-spark-runtime"]
+    assert (JARS_ROOT / "spark-4.0_2.13" / f"iceberg-{runtime}" / ".complete").is_file()
+
+
+def test_an_iceberg_release_maven_central_lacks_is_one_line_before_any_run(capsys, tiny_sets):
+    code = main(["run", "--scenario", "append", "--writer", "spark", "--iceberg-spark=0.0.1"])
+    assert code == 2
+    (err,) = capsys.readouterr().err.strip().splitlines()
+    assert "cannot fetch Iceberg 0.0.1's Spark 3.5_2.12 runtime: " in err
+    assert "iceberg-spark-runtime-3.5_2.12:0.0.1" in err
+
+
+def test_a_spark_without_an_iceberg_runtime_here_is_refused_before_installing_it(capsys, tiny_sets):
+    refusal = "pyspark 3.3.2: Iceberg's Spark runtimes here are for Spark 3.5, 4.0"
+    assert spark_line("3.5.9") == "3.5_2.12" and spark_line("4.0.1") == "4.0_2.13"
+    with pytest.raises(IcebenchError, match=f"^{re.escape(refusal)}$"):
+        spark_line("3.3.2")
+    code = main(["run", "--scenario", "append", "--writer", "spark", "--pyspark=3.3.2"])
+    assert code == 2
+    assert capsys.readouterr().err.strip().endswith(refusal)

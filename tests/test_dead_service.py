@@ -1,6 +1,8 @@
 """A server of the stack that dies mid-run ends that run as its own recorded error at once (the
 worker killed, nothing judged, scanned or purged against it), not after minutes of retries."""
 
+from pathlib import Path
+
 import psutil
 import pytest
 from harness_process import HarnessRun
@@ -15,6 +17,7 @@ from harness.services.rest_catalog import BUILD_DIR
     not (BUILD_DIR / "classpath.txt").is_file(), reason="REST catalog jar missing: run make rest-catalog"
 )
 def test_a_dead_s3_server_ends_the_run_as_its_error(settings, tiny_sets, tmp_path):
+    litter_before = _seaweed_litter()
     run = HarnessRun.start(settings, tmp_path / "results", "append", "--stack", "local-services")
     run.wait_for_workers()
     (s3,) = [p for p in run.service_processes() if "weed" in p.name()]
@@ -28,3 +31,10 @@ def test_a_dead_s3_server_ends_the_run_as_its_error(settings, tiny_sets, tmp_pat
     assert (record.error or "").startswith("service SeaweedFS S3 server died (exit code -9"), record.error
     assert record.verdict is None  # nothing judged against a store that is gone
     assert not any(psutil.pid_exists(pid) for pid in run.worker_pids)
+    # weed removes its sockets in /tmp when stopped, not when killed: the harness does.
+    assert _seaweed_litter() <= litter_before
+
+
+def _seaweed_litter() -> set[Path]:
+    tmp = Path("/tmp")
+    return {*tmp.glob("seaweedfs-*.sock"), *tmp.glob("weed.*")}

@@ -110,11 +110,12 @@ class SeaweedS3Server:
         )
         data = folder / "s3-seaweedfs"
         data.mkdir(parents=True, exist_ok=True)
+        ports = {flag: free_port() for flag in SEAWEED_PORT_FLAGS} | {"s3.port": port}
         command = [
-            str(seaweed_binary()), "mini", f"-dir={data}", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
-            f"-s3.port={port}", f"-s3.port.iceberg={self.catalog_port or 0}", "-s3.port.lance=0",
+            str(seaweed_binary()), f"-logdir={data}", "mini", f"-dir={data}", f"-ip={LOOPBACK}",
+            f"-ip.bind={LOOPBACK}", f"-s3.port.iceberg={self.catalog_port or 0}", "-s3.port.lance=0",
             "-admin.ui=false", "-webdav=false", f"-bucket={endpoint.bucket}",
-            *(f"-{flag}={free_port()}" for flag in SEAWEED_PORT_FLAGS),
+            *(f"-{flag}={number}" for flag, number in ports.items()),
         ]  # fmt: skip
         if self.catalog_port:
             command.append(f"-tableBucket={TABLE_BUCKET}")
@@ -134,6 +135,16 @@ class SeaweedS3Server:
                 yield endpoint
         finally:  # every run's tables were purged; the volumes would keep their bytes until vacuumed
             shutil.rmtree(data, ignore_errors=True)
+            for socket in _unix_sockets(ports):
+                socket.unlink(missing_ok=True)
+
+
+def _unix_sockets(ports: dict[str, int]) -> list[Path]:
+    """The sockets `weed` makes in /tmp (always there, whatever TMPDIR) by its listeners' ports: it
+    removes them when stopped, not when killed, and a port's next owner would find them."""
+    names = {"s3.port": "s3", "filer.port": "filer"}
+    names |= {flag: flag.replace(".port.", "-") for flag in SEAWEED_PORT_FLAGS if flag.endswith(".grpc")}
+    return [Path("/tmp") / f"seaweedfs-{name}-{ports[flag]}.sock" for flag, name in names.items()]
 
 
 def seaweed_version() -> str:

@@ -22,7 +22,7 @@ from harness.services.stacks.base import CATALOG_TOKEN_VARIABLE
 from harness.services.stacks.local_services import LocalServicesStack
 from scenarios import scenarios
 
-SERVICE_MARKERS = ("weed mini", "IcebenchRestServer")
+SERVICE_MARKERS = ("IcebenchRestServer",)  # besides SeaweedFS's `weed`, known by its name
 
 
 # Spark here costs a JVM per run (~25 s): its operations, its race and the row-level modes' upserts
@@ -68,7 +68,7 @@ def service_processes() -> list[psutil.Process]:
     return [
         p
         for p in psutil.Process().children(recursive=True)
-        if any(marker in " ".join(p.cmdline()) for marker in SERVICE_MARKERS)
+        if p.name() == "weed" or any(marker in " ".join(p.cmdline()) for marker in SERVICE_MARKERS)
     ]
 
 

@@ -1,6 +1,8 @@
 """A server of the stack that dies mid-run ends that run as its own recorded error at once (the
 worker killed, nothing judged, scanned or purged against it), not after minutes of retries."""
 
+import os
+import socket
 from pathlib import Path
 
 import psutil
@@ -9,6 +11,7 @@ from harness_process import HarnessRun
 
 from harness.base.caps import cgroup_parent
 from harness.base.results import read_runs
+from harness.services.object_store import remove_dead_seaweed_sockets
 from harness.services.rest_catalog import BUILD_DIR
 
 
@@ -38,3 +41,18 @@ def test_a_dead_s3_server_ends_the_run_as_its_error(settings, tiny_sets, tmp_pat
 def _seaweed_litter() -> set[Path]:
     tmp = Path("/tmp")
     return {*tmp.glob("seaweedfs-*.sock"), *tmp.glob("weed.*")}
+
+
+def test_sockets_a_killed_seaweedfs_left_are_removed_and_live_ones_kept(tmp_path):
+    dead, live = (Path("/tmp") / f"seaweedfs-test-{os.getpid()}-{name}.sock" for name in ("dead", "live"))
+    with socket.socket(socket.AF_UNIX) as gone:
+        gone.bind(str(dead))  # bound, never listening: what a SIGKILLed server leaves
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(live))
+        server.listen()
+        try:
+            remove_dead_seaweed_sockets()
+            assert not dead.exists()
+            assert live.exists()
+        finally:
+            live.unlink(missing_ok=True)

@@ -17,6 +17,7 @@ from pyarrow.fs import FileSelector, FileType
 from harness.base.results import ResultsStore
 from harness.engines.writers import writers
 from harness.run.runner import Runner, RunPlan
+from harness.services.processes import EPHEMERAL_RANGE
 from harness.services.stacks import started
 from harness.services.stacks.base import CATALOG_TOKEN_VARIABLE
 from harness.services.stacks.local_services import LocalServicesStack
@@ -89,6 +90,9 @@ def test_services_listen_on_loopback_only_stop_afterwards_and_never_leak_secrets
             if c.status == psutil.CONN_LISTEN
         ]
         assert listening and all(is_loopback(address.ip) for address in listening), listening
+        # Below the ephemeral range: no outgoing connection made while they start can take their ports.
+        ephemeral_low = int(EPHEMERAL_RANGE.read_text().split()[0])
+        assert all(address.port < ephemeral_low for address in listening), listening
         runner = Runner(settings, store, stack)
         # dlt, polars and DuckDB as well: dlt's S3 filesystem destination and polars' object store
         # (given the table's S3 properties) must take the keys from the environment too; DuckDB

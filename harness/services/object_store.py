@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import socket
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -110,11 +111,12 @@ class SeaweedS3Server:
         )
         data = folder / "s3-seaweedfs"
         data.mkdir(parents=True, exist_ok=True)
+        remove_dead_seaweed_sockets()
         ports = {flag: free_port() for flag in SEAWEED_PORT_FLAGS} | {"s3.port": port}
         command = [
             str(seaweed_binary()), f"-logdir={data}", "mini", f"-dir={data}", f"-ip={LOOPBACK}",
             f"-ip.bind={LOOPBACK}", f"-s3.port.iceberg={self.catalog_port or 0}", "-s3.port.lance=0",
-            "-admin.ui=false", "-webdav=false", f"-bucket={endpoint.bucket}",
+            "-admin.ui=false", "-webdav=false", "-master.telemetry=false", f"-bucket={endpoint.bucket}",
             *(f"-{flag}={number}" for flag, number in ports.items()),
         ]  # fmt: skip
         if self.catalog_port:
@@ -145,6 +147,18 @@ def _unix_sockets(ports: dict[str, int]) -> list[Path]:
     names = {"s3.port": "s3", "filer.port": "filer"}
     names |= {flag: flag.replace(".port.", "-") for flag in SEAWEED_PORT_FLAGS if flag.endswith(".grpc")}
     return [Path("/tmp") / f"seaweedfs-{name}-{ports[flag]}.sock" for flag, name in names.items()]
+
+
+def remove_dead_seaweed_sockets() -> None:
+    """Sockets that SIGKILLed `weed`s left in /tmp: nothing answers on them any more."""
+    for path in Path("/tmp").glob("seaweedfs-*.sock"):
+        with socket.socket(socket.AF_UNIX) as probe:
+            try:
+                probe.connect(str(path))
+            except ConnectionRefusedError:
+                path.unlink(missing_ok=True)
+            except OSError:
+                continue  # not ours to judge (permissions, not a socket)
 
 
 def seaweed_version() -> str:

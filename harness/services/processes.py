@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -41,8 +42,28 @@ def environment_variables(values: dict[str, str]) -> Iterator[None]:
                 os.environ[name] = value
 
 
+# Ports below the kernel's ephemeral range: a port handed out by port 0 is in that range, and while
+# a server starts its own outgoing connections (weed's components dialling each other) can take the
+# ports it has not bound yet ("address already in use", CI of 2026-11-26).
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LOWEST_SERVICE_PORT = 10000
+
+
 def free_port() -> int:
-    with socket.socket() as probe:
+    """A loopback port free now and outside the ephemeral range, so no outgoing connection takes it."""
+    try:
+        ephemeral_low = int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral_low = 32768
+    for _ in range(100):
+        port = random.randrange(LOWEST_SERVICE_PORT, max(ephemeral_low, LOWEST_SERVICE_PORT + 1))
+        with socket.socket() as probe:
+            try:
+                probe.bind((LOOPBACK, port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as probe:  # the low range is full: any free port beats none
         probe.bind((LOOPBACK, 0))
         return int(probe.getsockname()[1])
 

@@ -38,7 +38,7 @@ apt_install_unless = @$(1) || { \
 	if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $(2); }
 
-.PHONY: bench rounds test test-all lint install rest-catalog s3-counter spark-jars clean clean-all docker-engine images up down gate gate-baseline perf browser
+.PHONY: bench rounds test test-all lint install rest-catalog s3-counter spark-jars rust-worker clean clean-all docker-engine images up down gate gate-baseline perf browser
 
 # Each set-up step says what it does before it starts (a fresh clone's first `make bench` spends
 # minutes here); pip shows its progress on a terminal and stays quiet in a log or pipe.
@@ -80,10 +80,19 @@ $(SPARK_JARS): compose/spark/fetch-jars.sh
 
 spark-jars: $(SPARK_JARS)
 
+# The Rust writers' worker (rust/): cargo builds it in ~/.cache/icebench, the binary kept under a digest
+# of rust/'s sources, so it is built again only when they change (~25 min cold on 2 cores, then
+# seconds). ICEBERG_RUST=0.10.0 builds it against another iceberg-rust release.
+ICEBERG_RUST ?=
+rust-worker: $(STAMP)
+	@command -v cargo >/dev/null || { echo "the Rust writers need cargo (Rust 1.94+: https://rustup.rs)"; exit 1; }
+	$(BIN)/python -m harness.services.rust_worker build $(ICEBERG_RUST)
+
 # What a stack other than the embedded one needs built first.
 STACK_PARTS = $(if $(filter local-services,$(STACK)),$(REST_JAR) $(S3_COUNTER))
 
-bench: $(STAMP) $(STACK_PARTS) $(if $(findstring spark,$(WRITERS)),$(SPARK_JARS))
+bench: $(STAMP) $(STACK_PARTS) $(if $(findstring spark,$(WRITERS)),$(SPARK_JARS)) \
+		$(if $(or $(findstring iceberg-rust,$(WRITERS)),$(if $(WRITERS),,all)),rust-worker)
 	$(BIN)/icebench matrix $(if $(SOURCE),--source '$(SOURCE)' $(if $(KEY),--key $(KEY)),--preset $(PRESET)) \
 		--memory $(MEMORY) --report $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(STACK),--stack $(STACK)) \
 		$(if $(WRITERS),--writers $(WRITERS)) $(if $(SCENARIOS),--scenarios $(SCENARIOS)) \
@@ -122,7 +131,7 @@ browser:
 # afterwards, also when a test fails) where none answers, and the worker image built once.
 # `make test` leaves out the tests marked slow (pyproject.toml's markers); `make test-all` runs them too.
 TEST_TIER = -m "not slow"
-test: $(STAMP) $(REST_JAR) $(S3_COUNTER) $(SPARK_JARS) images browser
+test: $(STAMP) $(REST_JAR) $(S3_COUNTER) $(SPARK_JARS) rust-worker images browser
 	eval "$$(compose/docker-engine.sh env)" && ICEBENCH_REQUIRE_DOCKER=1 $(BIN)/pytest -q $(TEST_TIER); \
 		status=$$?; compose/docker-engine.sh stop --if-owner make; exit $$status
 

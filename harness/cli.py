@@ -69,6 +69,7 @@ from harness.base.settings import (
     read_toml,
 )
 from harness.base.signals import terminates_like_ctrl_c
+from harness.engines.fileio import FILE_IOS, file_io_impl
 from harness.engines.spark import SparkOptions, check_spark_master
 from harness.engines.spark_generate import generate_base_on_spark
 from harness.engines.verifiers import get_verifier, verifier_names, verifiers
@@ -139,8 +140,9 @@ from scenarios.rounds import PHASES
 ConfigTable = TypeVar("ConfigTable", bound=BaseModel)
 
 # Writer libraries whose versions a run can vary (--pyiceberg 0.9.1,0.12.0), and Iceberg's Spark
-# runtime (--iceberg-spark 1.9.2,1.10.1: a jar, harness/services/envs.py JVM_RUNTIMES).
-VERSIONED_LIBRARIES = ("pyiceberg", "dlt", "polars", "daft", "pyspark", "iceberg-spark")
+# runtime (--iceberg-spark 1.9.2,1.10.1: a jar, harness/services/envs.py JVM_RUNTIMES), and
+# iceberg-rust's crates (--iceberg-rust 0.10.0: the Rust worker built again, harness/services/rust_worker.py).
+VERSIONED_LIBRARIES = ("pyiceberg", "dlt", "polars", "daft", "pyspark", "iceberg-spark", "iceberg-rust")
 
 # A file or CI log gets 200 columns unless COLUMNS says otherwise; a terminal, its own width.
 console = Console(width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 200)
@@ -312,6 +314,13 @@ def _versions(text: str) -> list[str]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _file_ios(text: str) -> list[str]:
+    try:
+        return [file_io_impl(name) and name for name in _names(text)]
+    except IcebenchError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _size(text: str) -> str:
     """A size, or (matrix --memory) several comma-separated, each checked."""
     try:
@@ -420,6 +429,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
             dest=_dest(library),
             help=f"run the workers with each of these {library} versions (comma-separated), in turn",
         )
+    parser.add_argument(
+        "--fileio",
+        metavar="NAMES",
+        type=_file_ios,
+        help=f"run the pyiceberg writers through each of these FileIOs in turn: {', '.join(FILE_IOS)}",
+    )
     parser.add_argument(
         "--profile", choices=("memray",), help="record worker allocations; the report links a flame graph"
     )
@@ -753,6 +768,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             if getattr(args, _dest(library))
         }
         or None,
+        file_ios=getattr(args, "fileio", None),
         engines=_engine_flags(args),
         results_dir=args.results,
         keep_warehouse=args.keep_warehouse,
@@ -961,7 +977,7 @@ def cmd_run(args: argparse.Namespace) -> None:
 
             records = [
                 Runner(settings, store, stack, variant, on_progress=fed).run(plan)
-                for variant in variants(settings.library_versions)
+                for variant in variants(settings.library_versions, settings.file_ios)
                 for plan in plans
             ]
     _print_results(records, title=f"icebench run {store.run_id}")
@@ -1017,14 +1033,25 @@ def cmd_writers(_: argparse.Namespace) -> None:
         table.add_column(column, no_wrap=True)
     table.add_column("what it does")
     reasons: list[str] = []
+
+    def numbered(reason: str) -> str:
+        if reason not in reasons:
+            reasons.append(reason)
+        return f"[dim]no ({reasons.index(reason) + 1})[/]"
+
     for name, writer in writers().items():
-        marks = ["yes" if writer.supports(op) else "[dim]unsupported[/]" for op in operations]
+        marks = [
+            "yes"
+            if writer.supports(op)
+            else numbered(f"{op}: {writer.lacks[op]}")
+            if op in writer.lacks
+            else "[dim]unsupported[/]"
+            for op in operations
+        ]
         on_stacks = []
         for stack in stacks().values():
             reason = writer.supports_catalog(stack.catalog_shape)
-            if reason and reason not in reasons:
-                reasons.append(reason)
-            on_stacks.append(f"[dim]no ({reasons.index(reason) + 1})[/]" if reason else "yes")
+            on_stacks.append(numbered(reason) if reason else "yes")
         table.add_row(
             name, *marks, "one" if writer.single_commit else "several", *on_stacks, writer.description
         )

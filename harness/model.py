@@ -191,6 +191,7 @@ class WorkerResult(BaseModel):
     versions: dict[str, str] = {}
     kill_missed: str | None = None  # the write ended without reaching the kill point asked for: why
     commit_retries: int | None = None  # pyiceberg's retries after a commit conflict (None: not its commits)
+    file_io: str | None = None  # the FileIO pyiceberg wrote through, with its library's version (--fileio)
 
 
 class KillNote(WorkerResult):
@@ -250,6 +251,7 @@ class WorkerOutcome(BaseModel):
     commit_latencies_s: list[float] = []
     commit_retries: int | None = None  # pyiceberg's retries after commit conflicts (None: not counted)
     versions: dict[str, str] = {}
+    file_io: str | None = None  # the FileIO pyiceberg wrote through (None: the writer's own IO)
     worker_log: str | None = None
     memory_timeline: list[tuple[float, int, int]] = Field(default=[], exclude=True)  # on the record only
 
@@ -368,6 +370,7 @@ class RunRecord(BaseModel):
     services: dict[str, str] = {}  # the stack's servers by role, with versions (SeaweedFS 4.48, ...)
     catalog: str | None = None  # --catalog, where not the stack's default; part of the run key
     versions: dict[str, str] = {}
+    file_io: str | None = None  # the FileIO pyiceberg wrote through (--fileio), with its library's version
     verdict: Verdict | None = None
     verified_with: str = "pyiceberg"  # engine(s) that read the table back: pyiceberg, or spark too
     started_at: str

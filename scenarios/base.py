@@ -147,7 +147,8 @@ class Scenario(ABC):
         """None when `writer` can run this scenario, else why not (recorded as unsupported)."""
         for operation in dict.fromkeys(feed.operation for feed in self.feeds()):
             if not writer.supports(operation):
-                return f"{writer.name} does not support {operation}"
+                why = writer.lacks.get(str(operation))
+                return f"{writer.name} does not support {operation}" + (f": {why}" if why else "")
         return None
 
     def spec_fields(self, feed: Feed, folder: Path, run_folder: Path) -> dict[str, Any]:

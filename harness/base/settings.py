@@ -112,6 +112,10 @@ class Settings(BaseSettings):
     library_versions: dict[str, list[str]] = Field(
         {}, description="run the workers with these versions of a writer library, e.g. pyiceberg"
     )
+    file_ios: list[str] = Field(
+        [],
+        description="run the pyiceberg writers through each FileIO in turn: pyarrow, fsspec, opendal",
+    )
     scan_cost: bool = Field(
         True, description="after each write, time a full and a selective scan of the table (one fixed reader)"
     )

@@ -30,6 +30,7 @@ from harness.base.orphan_guard import die_with_parent_if_asked
 from harness.base.progress import ProgressFile
 from harness.base.results import write_whole
 from harness.base.settings import validate_options
+from harness.engines.fileio import file_io_label
 from harness.engines.writers import StepTimer, WriteJob, get_writer
 from harness.model import SIGKILL_EXIT_CODES, ErrorKind, KillNote, KillPoint, WorkerResult, WorkerSpec
 
@@ -184,6 +185,8 @@ def run(spec: WorkerSpec) -> WorkerResult:
     try:
         options = validate_options(writer.options, spec.writer_options, f"writer {spec.writer}")
         table = load_catalog("icebench", **spec.catalog).load_table(spec.table)
+        if writer.writes_through_pyiceberg_io():
+            result.file_io = file_io_label(table.io)
         source = CountedSource.open(spec.source_dir, spec.batch_rows, spec.limit_rows)
         check_schema(source, table, spec.table)
         result.batches = source.batch_count

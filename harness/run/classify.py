@@ -58,6 +58,7 @@ def classify(
         outcome.commit_latencies_s = result.commit_latencies_s
         outcome.commit_retries = result.commit_retries
         outcome.versions = result.versions
+        outcome.file_io = result.file_io
         if consumes_batches:
             outcome.batches = result.batches
             outcome.late_early_ratio = late_early_ratio(result.step_latencies_s)

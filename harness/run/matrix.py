@@ -224,7 +224,7 @@ def run_matrix(
     axis = config.axis_scenarios()
     needed = sorted({s for name in config.scenarios for s in get_scenario(name)().needs})
     records: list[RunRecord] = []
-    for variant in variants(settings.library_versions):
+    for variant in variants(settings.library_versions, settings.file_ios):
         runner = Runner(settings, store, stack, variant, on_progress=events.run_progress)
         label = f" [{variant.label}]" if variant else ""
         for preset in ["custom"] if your_sets is not None else config.presets:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pyiceberg.io import PY_IO_IMPL
 from pyiceberg.table import Table
 
 from harness.base.caps import CgroupCap, MemoryCap, format_size, make_cap, resolve_isolation
@@ -27,9 +28,11 @@ from harness.base.results import ResultsStore, now_iso, read_report
 from harness.base.settings import Settings
 from harness.base.signals import signals_held
 from harness.engines.availability import unavailable_in
+from harness.engines.fileio import file_io_impl
 from harness.engines.spark import DEFAULT_ICEBERG_SPARK, ICEBERG_SPARK_VARIABLE, fetch_jars, spark_line
 from harness.engines.verifiers import Verifier, equality_delete_readers, get_verifier
 from harness.engines.writers import Writer, get_writer
+from harness.engines.writers.base import ProgramWriter
 from harness.judge.oracle import TableState, capture_state, judge, orphan_files, unreadable_verdict
 from harness.judge.scan_cost import (
     SCAN_PROGRAM,
@@ -53,8 +56,9 @@ from harness.model import (
     WorkerSpec,
 )
 from harness.run.classify import classify, scan_figures, traffic_figures
+from harness.services import rust_worker
 from harness.services.container import launch_container
-from harness.services.envs import Variant, library_env, pinned_versions, requirements_env
+from harness.services.envs import FILE_IO_AXIS, Variant, library_env, pinned_versions, requirements_env
 from harness.services.launcher import Launch, RunningWorkers, WorkerHandle, launch_worker
 from harness.services.leftovers import SCRATCH_FOLDER
 from harness.services.own_memory import measure_peak_rss, release_freed_memory
@@ -86,6 +90,7 @@ class WorkerRun:
     spec: WorkerSpec
     folder: Path
     python: Path | None = None  # another environment's interpreter; None: this one
+    program: list[str] | None = None  # a worker in another language (Writer.worker_command)
     launched: Launch | None = None
     result: WorkerResult | None = None
 
@@ -147,6 +152,7 @@ class Runner:
         self.envs_root = settings.data_dir.parent / "envs"
         self.python: Path | None = None  # the variant's interpreter; None: this one
         self.worker_variables: dict[str, str] = {}  # what a JVM runtime's variant tells its workers
+        self.worker_catalog: dict[str, str] = {}  # catalog properties a variant adds (--fileio's FileIO)
         self.probing_caps = False  # find-cap's bisection runs: marked as its probes
         # A worker the cap kills as it starts: the run's OOM (find-cap), not the command's error.
         self.starved_is_oom = False
@@ -170,6 +176,12 @@ class Runner:
         fetched once (then cached) before any run, a failure the command's one-line error."""
         if self.isolation == "docker":
             raise IcebenchError(f"--{variant.library} versions run in local environments, not containers")
+        if variant.library == FILE_IO_AXIS:  # the pyiceberg writers' catalog gets its py-io-impl
+            self.worker_catalog = {PY_IO_IMPL: file_io_impl(variant.version)}
+            return
+        if variant.library == rust_worker.LIBRARY:  # the Rust worker built against that release
+            rust_worker.build(variant.version)
+            return
         if variant.on_jvm:
             fetch_jars(variant.version, spark_line())
             self.worker_variables = {ICEBERG_SPARK_VARIABLE: variant.version}
@@ -334,8 +346,14 @@ class Runner:
             return f"{writer.name} does not support this catalog: {reason}"
         return None
 
+    @property
+    def variant_versions(self) -> dict[str, str]:
+        return {self.variant.library: self.variant.version} if self.variant else {}
+
     def _environment_refusal(self, writer: type[Writer]) -> str | None:
-        """Why a writer with an environment of its own cannot run here, if it cannot."""
+        """Why a writer with an environment (or a program) of its own cannot run here, if it cannot."""
+        if issubclass(writer, ProgramWriter) and self.isolation == "docker":
+            return f"{writer.name}'s worker is a program built on this machine, not in the worker container"
         if not writer.environment:
             return None
         if self.variant is not None:
@@ -350,6 +368,9 @@ class Runner:
         if self.variant is None or self.variant.changes(writer.libraries):
             return None
         library = self.variant.library
+        if library == FILE_IO_AXIS:
+            own = "writes its files with an engine of its own, not pyiceberg's FileIO"
+            return f"{writer.name} {own}: --fileio changes nothing it runs"
         return f"{writer.name} does not use {library}: --{library} changes nothing it runs"
 
     def _unavailable(self, writer: type[Writer]) -> str | None:
@@ -431,12 +452,16 @@ class Runner:
         """A worker per feed of the scenario; several get a folder each."""
         feeds = scenario.feeds()
         python = self._worker_python(writer)
+        try:
+            program = writer.worker_command(self.variant_versions)
+        except IcebenchError as exc:  # its program is not built here: the harness's limit, not the writer's
+            raise RunFailed(str(exc)) from exc
         workers = []
         for feed in feeds:
             folder = work / f"worker-{feed.name}" if len(feeds) > 1 else work
             folder.mkdir(exist_ok=True)
             spec = WorkerSpec(
-                catalog=run_catalog.properties,
+                catalog={**run_catalog.properties, **self.worker_catalog},
                 table=scenario.table_identifier(run_catalog.namespace),
                 writer=plan.writer,
                 operation=feed.operation,
@@ -451,7 +476,7 @@ class Runner:
                 progress_path=folder / "worker.progress",
                 **scenario.spec_fields(feed, folder, work),
             )
-            workers.append(WorkerRun(feed, spec, folder, python))
+            workers.append(WorkerRun(feed, spec, folder, python, program))
         return workers
 
     def _launch_all(self, workers: list[WorkerRun], cap_bytes: int | None) -> None:
@@ -493,8 +518,9 @@ class Runner:
                     )  # fmt: skip
                 else:
                     worker.launched = launch_worker(
-                        cap, spec_path, worker.log, python=worker.python, on_start=on_start, **limits
-                    )
+                        cap, spec_path, worker.log, python=worker.python, program=worker.program,
+                        on_start=on_start, **limits,
+                    )  # fmt: skip
         finally:
             with signals_held():
                 shutil.rmtree(scratch, ignore_errors=True)

@@ -90,6 +90,11 @@ def installed_version(python: Path, library: str) -> str:
 # Variants that are no Python library but a runtime a Python library loads: the Python library
 # (in `Writer.libraries`) of the writers they change. Their workers run in the main environment.
 JVM_RUNTIMES = {"iceberg-spark": "pyspark"}  # Iceberg's Spark runtime jar, from Maven Central
+# --fileio pyarrow,fsspec,opendal: not a library's version but the FileIO pyiceberg writes through
+# (harness/engines/fileio.py). It changes the writers whose only engine is pyiceberg; a writer with
+# an engine of its own (polars, dlt, Spark) writes its data files its own way.
+FILE_IO_AXIS = "fileio"
+PYICEBERG_ALONE = ("pyiceberg", "pyarrow")
 
 
 @dataclass(frozen=True)
@@ -110,10 +115,14 @@ class Variant:
 
     def changes(self, libraries: Sequence[str]) -> bool:
         """Whether a writer that uses these libraries runs differently in this variant."""
+        if self.library == FILE_IO_AXIS:
+            return tuple(libraries) == PYICEBERG_ALONE
         return JVM_RUNTIMES.get(self.library, self.library) in libraries
 
 
-def variants(requested: dict[str, list[str]]) -> list[Variant | None]:
-    """Each requested version of each library in turn; [None] (the main environment) when none."""
+def variants(requested: dict[str, list[str]], file_ios: Sequence[str] = ()) -> list[Variant | None]:
+    """Each requested version of each library in turn, then each FileIO; [None] (the main
+    environment) when none."""
     found: list[Variant | None] = [Variant(lib, v) for lib, versions in requested.items() for v in versions]
+    found += [Variant(FILE_IO_AXIS, name) for name in file_ios]
     return found or [None]

@@ -223,13 +223,16 @@ def launch_worker(
     python_arguments: list[str],
     environment: dict[str, str],
     python: Path | None = None,
+    program: list[str] | None = None,
     on_start: Callable[[WorkerHandle], None] | None = None,
 ) -> Launch:
     """The worker as a child process in its own process group, moved into the cap before exec;
-    `python` is another environment's interpreter (a library version variant), `environment`
-    variables it gets beyond ours. It dies with this process (harness.base.orphan_guard; this thread
-    waits for it below, so only the harness's death ends the thread that forked it)."""
-    command = [*cap.launch_prefix(), str(python or sys.executable), *python_arguments, str(spec_path)]
+    `python` is another environment's interpreter (a library version variant), `program` a worker
+    in another language that replaces Python and its arguments, `environment` variables it gets
+    beyond ours. It dies with this process (harness.base.orphan_guard; this thread waits for it
+    below, so only the harness's death ends the thread that forked it)."""
+    worker = program or [str(python or sys.executable), *python_arguments]
+    command = [*cap.launch_prefix(), *worker, str(spec_path)]
     start = time.perf_counter()
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -17,6 +17,8 @@ from pyiceberg.table import Table, Transaction
 from generators.source import ParquetSource
 from harness.base.errors import IcebenchError
 from harness.model import EngineOptions, Operation, TableLayout
+from harness.services import rust_worker
+from harness.services.envs import PYICEBERG_ALONE
 
 
 @dataclass
@@ -119,6 +121,22 @@ class Writer:
 
     # Why it cannot write a partitioned table, naming the upstream issue where there is one; None: it can.
     unpartitioned_only: ClassVar[str | None] = None
+    # Why an operation it has no method for is missing upstream (the issue that would add it),
+    # told with "does not support": {"upsert": "no row deltas yet (owner/repo#N)"}.
+    lacks: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def writes_through_pyiceberg_io(cls) -> bool:
+        """Whether its files go through pyiceberg's FileIO (what --fileio changes): pyiceberg is
+        its only engine."""
+        return tuple(cls.libraries) == PYICEBERG_ALONE
+
+    @classmethod
+    def worker_command(cls, variant_versions: dict[str, str]) -> list[str] | None:
+        """The program its workers are, when not the Python worker (harness/engines/worker.py):
+        started in the cap with the spec's path after it. `variant_versions`: the library versions
+        a variant asks for ({library: version})."""
+        return None
 
     @classmethod
     def supports_layout(cls, layout: TableLayout, key_columns: list[str]) -> str | None:
@@ -171,6 +189,46 @@ def snapshot_split(table: Table, timer: StepTimer) -> Iterator[None]:
     stamped = min(max(stamped, started), finished)  # millisecond stamps may fall just outside
     timer.steps.append(stamped - started)
     timer.commits.append(finished - stamped)
+
+
+class ProgramWriter(Writer):
+    """A writer whose worker is a program of its own in another language, speaking the Python
+    worker's contract (the WorkerSpec in; the result, progress and kill note out). The harness starts
+    that program in the cap; nothing of the writer runs in Python. Its operations are listed here
+    (tests hold the list to what the program says of itself)."""
+
+    operations: ClassVar[tuple[Operation, ...]]
+    pyiceberg_commits = False
+
+    @classmethod
+    def supports(cls, operation: Operation) -> bool:
+        return operation in cls.operations
+
+
+class RustWriter(ProgramWriter):
+    """A writer of the Rust worker (rust/, built by harness/services/rust_worker.py): iceberg-rust's
+    crates, at the version `rust/Cargo.toml` pins or the one `--iceberg-rust` asks for."""
+
+    libraries = ("iceberg-rust",)
+    lacks: ClassVar[dict[str, str]] = {
+        "replace": "iceberg-rust has only fast append: no overwrite or delete-files transaction yet "
+        "(apache/iceberg-rust#2186, #2269)",
+        "upsert": "iceberg-rust has only fast append: no row-delta transaction yet "
+        "(apache/iceberg-rust#2186, #1104)",
+    }
+
+    @classmethod
+    def worker_command(cls, variant_versions: dict[str, str]) -> list[str]:
+        return [str(rust_worker.worker_binary(variant_versions.get("iceberg-rust")))]
+
+    @classmethod
+    def versions(cls) -> dict[str, str]:
+        """The built worker's crates; the pinned iceberg-rust version until it is built."""
+        try:
+            reported = rust_worker.describe(rust_worker.worker_binary())["versions"]
+        except IcebenchError:
+            return {"iceberg-rust": rust_worker.pinned_version()}
+        return {str(name): str(value) for name, value in reported.items()}
 
 
 WriteMode = Literal["append", "overwrite"]

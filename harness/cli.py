@@ -142,7 +142,17 @@ ConfigTable = TypeVar("ConfigTable", bound=BaseModel)
 # Writer libraries whose versions a run can vary (--pyiceberg 0.9.1,0.12.0), and Iceberg's Spark
 # runtime (--iceberg-spark 1.9.2,1.10.1: a jar, harness/services/envs.py JVM_RUNTIMES), and
 # iceberg-rust's crates (--iceberg-rust 0.10.0: the Rust worker built again, harness/services/rust_worker.py).
-VERSIONED_LIBRARIES = ("pyiceberg", "dlt", "polars", "daft", "pyspark", "iceberg-spark", "iceberg-rust")
+VERSIONED_LIBRARIES = (
+    "pyiceberg",
+    "pyiceberg-core",
+    "dlt",
+    "polars",
+    "daft",
+    "duckdb",
+    "pyspark",
+    "iceberg-spark",
+    "iceberg-rust",
+)
 
 # A file or CI log gets 200 columns unless COLUMNS says otherwise; a terminal, its own width.
 console = Console(width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 200)

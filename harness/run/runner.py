@@ -348,7 +348,10 @@ class Runner:
 
     @property
     def variant_versions(self) -> dict[str, str]:
-        return {self.variant.library: self.variant.version} if self.variant else {}
+        """{library: version} of a version variant (not --fileio's, which names no library version)."""
+        if self.variant is None or self.variant.library == FILE_IO_AXIS:
+            return {}
+        return {self.variant.library: self.variant.version}
 
     def _environment_refusal(self, writer: type[Writer]) -> str | None:
         """Why a writer with an environment (or a program) of its own cannot run here, if it cannot."""
@@ -422,7 +425,11 @@ class Runner:
             "cap_bytes": plan.cap_bytes,
             "isolation": self.isolation if plan.cap_bytes else "none",
             # Until a worker reports them: this environment's, or what the writer's own pins.
-            "versions": pinned_versions(writer.environment) if writer.environment else writer.versions(),
+            "versions": {
+                **(pinned_versions(writer.environment) if writer.environment else writer.versions()),
+                # what the variant asks for, even of a run refused before it started
+                **(self.variant_versions if self._variant_refusal(writer) is None else {}),
+            },
             "verified_with": self.settings.verify_with,
             "variant": self.variant.label if self.variant else None,
             "layout": plan.layout,

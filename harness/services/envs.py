@@ -94,6 +94,9 @@ JVM_RUNTIMES = {"iceberg-spark": "pyspark"}  # Iceberg's Spark runtime jar, from
 # (harness/engines/fileio.py). It changes the writers whose only engine is pyiceberg; a writer with
 # an engine of its own (polars, dlt, Spark) writes its data files its own way.
 FILE_IO_AXIS = "fileio"
+# Libraries a writer uses through another it names: pyiceberg-core is pyiceberg's Rust kernels
+# (partition transforms), so --pyiceberg-core changes every writer that runs on pyiceberg.
+USED_THROUGH = {"pyiceberg-core": "pyiceberg"}
 PYICEBERG_ALONE = ("pyiceberg", "pyarrow")
 
 
@@ -117,7 +120,7 @@ class Variant:
         """Whether a writer that uses these libraries runs differently in this variant."""
         if self.library == FILE_IO_AXIS:
             return tuple(libraries) == PYICEBERG_ALONE
-        return JVM_RUNTIMES.get(self.library, self.library) in libraries
+        return JVM_RUNTIMES.get(self.library, USED_THROUGH.get(self.library, self.library)) in libraries
 
 
 def variants(requested: dict[str, list[str]], file_ios: Sequence[str] = ()) -> list[Variant | None]:

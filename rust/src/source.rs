@@ -143,9 +143,10 @@ impl Iterator for Batches<'_> {
     fn next(&mut self) -> Option<Self::Item> {
         let batch_rows = self.source.batch_rows;
         while self.pending_rows < batch_rows && self.remaining > 0 {
-            match self.next_row_group()? {
-                Err(failure) => return Some(Err(failure)),
-                Ok(pieces) => {
+            match self.next_row_group() {
+                None => break, // the files hold fewer rows than the manifest says: what there is
+                Some(Err(failure)) => return Some(Err(failure)),
+                Some(Ok(pieces)) => {
                     for piece in pieces {
                         let piece = piece.slice(0, piece.num_rows().min(self.remaining));
                         self.remaining -= piece.num_rows();

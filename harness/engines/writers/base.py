@@ -18,7 +18,7 @@ from generators.source import ParquetSource
 from harness.base.errors import IcebenchError
 from harness.model import EngineOptions, Operation, TableLayout
 from harness.services import rust_worker
-from harness.services.envs import PYICEBERG_ALONE
+from harness.services.envs import PYICEBERG_ALONE, USED_THROUGH
 
 
 @dataclass
@@ -163,8 +163,10 @@ class Writer:
 
     @classmethod
     def versions(cls) -> dict[str, str]:
+        """Its libraries' versions, and those of the libraries it uses through them (pyiceberg-core)."""
         found = {}
-        for library in cls.libraries:
+        used_through = [library for library, carrier in USED_THROUGH.items() if carrier in cls.libraries]
+        for library in (*cls.libraries, *used_through):
             try:
                 found[library] = version(library)
             except PackageNotFoundError:

@@ -19,10 +19,11 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
+from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.base.errors import SourceError
+from harness.base.errors import SourceError, one_line
 from harness.engines.writers.base import StepTimer, WriteJob, Writer
 
 if TYPE_CHECKING:
@@ -56,6 +57,22 @@ class DltWriter(Writer):
     @classmethod
     def supports_catalog(cls, catalog_properties: dict[str, str]) -> str | None:
         return dlt_supports(catalog_properties)
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """A dlt release that cannot load the run's table: it does not import beside today's
+        libraries, or it has no `iceberg_catalog` setting (dlt 1.20 registers its tables in an
+        ephemeral SQLite catalog of its own, so the run's table would stay empty)."""
+        try:
+            from dlt.common.libs import pyiceberg as dlt_pyiceberg
+        except Exception as exc:  # an old release's imports, against today's setuptools or pyarrow
+            return f"dlt {version('dlt')} does not import here: {one_line(exc)}"
+        if not hasattr(dlt_pyiceberg, "get_catalog"):
+            return (
+                f"dlt {version('dlt')} has no iceberg_catalog setting: it registers its tables in an "
+                "ephemeral catalog of its own, never in the run's"
+            )
+        return None
 
     def append(self, job: WriteJob, timer: StepTimer) -> None:
         self._load(job, timer, "append")

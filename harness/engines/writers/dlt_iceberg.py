@@ -20,7 +20,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from harness.engines.writers.base import WriteJob
+from harness.engines.writers.base import WriteJob, Writer
 from harness.engines.writers.dlt import DltWriter
 from harness.services.stacks.base import catalog_configuration
 
@@ -49,6 +49,9 @@ class DltIcebergWriter(DltWriter):
     oom_after_feed_cause = (
         "dlt-iceberg reads every parquet file of the load whole and concatenates them for one pyiceberg call"
     )
+
+    # dlt-iceberg's destination opens the catalog itself: dlt's own iceberg_catalog is not asked for.
+    unavailable = Writer.unavailable
 
     @classmethod
     def supports_catalog(cls, catalog_properties: dict[str, str]) -> str | None:

@@ -76,6 +76,19 @@ class DuckdbWriter(Writer):
     def supports_catalog(cls, catalog_properties: dict[str, str]) -> str | None:
         return duckdb_supports(catalog_properties)
 
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """Without the extension wheels of its own version DuckDB would download the extensions
+        from extensions.duckdb.org at run time, which these machines do not reach (and a benchmark
+        must not depend on): a DuckDB release PyPI has no extension wheels for cannot write here."""
+        try:
+            extension_files()
+        except DuckdbFailed as exc:
+            return (
+                f"{exc} (PyPI has no duckdb-extension-* wheels for it; DuckDB would fetch them at run time)"
+            )
+        return None
+
     def append(self, job: WriteJob, timer: StepTimer) -> None:
         with duckdb_session(job, timer) as session:
             session.transaction(timer, [session.insert(job)])

@@ -7,6 +7,7 @@ from generators.datasets import SET_DEPENDENCIES
 from harness.base.results import ResultsStore
 from harness.base.settings import Settings, load_settings
 from harness.engines.writers import writers
+from harness.engines.writers.base import RustWriter
 from harness.run.matrix import prepare_data
 from harness.run.runner import Runner
 from harness.services.stacks import get_stack, started
@@ -93,6 +94,11 @@ def _expected_outcome(scenario: str, writer: str, stack: str = "embedded") -> tu
         # to commit fails cleanly on the 409, unless it loaded the table after the first one landed:
         # the race decides the status, the verdict passes either way.
         return RACE_DECIDES, True
+    if scenario == "concurrent-writers" and issubclass(writers()[writer], RustWriter):
+        # iceberg-rust 0.10 retries a commit that meets the other's snapshot, but leaves the lost
+        # attempt's manifest and manifest list behind (Java's SnapshotProducer deletes them): the
+        # verdict fails no_orphans_after_success when the race made it retry (tests/test_rust_writers.py).
+        return "ok", None
     if scenarios()[scenario].expects_bad_input:  # the damaged source fails every writer, cleanly
         return "error", False
     if writer.startswith("spark") or writer == "duckdb":  # MERGE INTO handles #2467

@@ -87,7 +87,8 @@ def places(settings: Settings, everything: bool, checkout: Path | None = None) -
     ]
     if everything:
         cache = Path(os.environ.get("ICEBENCH_CACHE") or Path.home() / ".cache" / "icebench")
-        found.append(_folder(cache, "image and REST-catalog build cache (rootfs, .debs, wheels)"))
+        what = "build cache (images: rootfs, .debs, wheels; the REST catalog; the Rust worker)"
+        found.append(_folder(cache, what))
         found.append(_private_engine())
         found += _scratch_folders(Path(tempfile.gettempdir()))
         found += _test_sessions(Path(tempfile.gettempdir()) / f"pytest-of-{getpass.getuser()}")

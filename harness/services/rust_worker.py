@@ -25,7 +25,7 @@ from harness.base.errors import IcebenchError, first_line
 RUST_DIR = REPO_ROOT / "rust"
 BINARY = "icebench-rust-worker"
 LIBRARY = "iceberg-rust"  # its name on the version axis (--iceberg-rust) and in records
-CACHE_VARIABLE = "ICEBENCH_RUST_CACHE"
+CACHE_VARIABLE = "ICEBENCH_CACHE"  # the build cache of the images and the REST catalog too
 # Every iceberg crate rust/Cargo.toml pins, all at one version (they are released together).
 PINNED = re.compile(r'^(?P<crate>iceberg(?:-[a-z-]+)?) = "=(?P<version>[^"]+)"$', re.M)
 DESCRIBE_TIMEOUT_S = 30.0

@@ -72,6 +72,11 @@ impl ParquetSource {
         self.rows.div_ceil(self.batch_rows)
     }
 
+    /// The first file that cannot be read to its end, named (None: every file reads).
+    pub fn first_unreadable(&self) -> Option<Failure> {
+        self.batches().find_map(Result::err)
+    }
+
     /// Batches of exactly `batch_rows` rows (the last may be shorter), across file borders.
     pub fn batches(&self) -> impl Iterator<Item = Result<RecordBatch, Failure>> + '_ {
         Batches { source: self, file: 0, open: None, row_group: 0, pending: Vec::new(), pending_rows: 0, remaining: self.rows }

@@ -52,7 +52,11 @@ pub async fn append(job: Job, timer: &mut StepTimer) -> Result<(), Failure> {
     let before: HashSet<i64> = table.metadata().snapshots().map(|s| s.snapshot_id()).collect();
     let started_wall = unix_seconds(SystemTime::now());
     let started = Instant::now();
-    context.sql(&statement).await?.collect().await?;
+    if let Err(error) = context.sql(&statement).await?.collect().await {
+        // DataFusion's decoding errors do not name the file: a broken source is named as the
+        // Python workers name it, and is bad input, not the writer's failure.
+        return Err(source.first_unreadable().unwrap_or_else(|| error.into()));
+    }
     let took = started.elapsed().as_secs_f64();
     progress.fed(source.rows);
     // The commit is inside the plan: split the call at the new snapshot's stamp (written with the

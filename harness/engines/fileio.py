@@ -119,7 +119,7 @@ class OpenDalInputFile(InputFile):
     def open(self, seekable: bool = True) -> InputStream:
         if not self.exists():
             raise FileNotFoundError(f"Cannot open file, does not exist: {self.location}")
-        return self._operator.open(self._path, "rb")  # read, seek, tell, close; a context manager
+        return _FullReads(self._operator.open(self._path, "rb"))
 
 
 class OpenDalOutputFile(OutputFile):
@@ -140,3 +140,39 @@ class OpenDalOutputFile(OutputFile):
         if not overwrite and self.exists():
             raise FileExistsError(f"Cannot create file, already exists: {self.location}")
         return self._operator.open(self._path, "wb")
+
+
+class _FullReads:
+    """OpenDAL's reader as pyiceberg's InputStream, with whole reads. On S3 its `read(n)` returns
+    what one fetched chunk holds (read(65536) gave 7,733 bytes 64 KiB before the end of a file),
+    and pyarrow takes a short read for the end of the file ("Parquet magic bytes not found"): a read
+    here goes on until it has `size` bytes or the file ends."""
+
+    def __init__(self, file: opendal.File) -> None:
+        self._file = file
+        self.seek, self.tell, self.close = file.seek, file.tell, file.close
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            return bytes(self._file.read())
+        parts, missing = [], size
+        while missing > 0 and (chunk := self._file.read(missing)):
+            parts.append(bytes(chunk))
+            missing -= len(chunk)
+        return b"".join(parts)
+
+    @property
+    def closed(self) -> bool:
+        return bool(self._file.closed)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def __enter__(self) -> _FullReads:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._file.close()

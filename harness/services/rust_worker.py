@@ -8,6 +8,7 @@ iceberg crates pinned at VERSION, once, beside it.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -89,36 +90,41 @@ def build(version: str | None = None) -> tuple[Path, float]:
         raise IcebenchError("cargo is not installed: the Rust worker needs a Rust toolchain (rustup.rs)")
     started = time.perf_counter()
     project = RUST_DIR if version is None else _variant_project(version)
-    target = cache_root() / ("rust-target" if version is None else f"rust-target-iceberg-{version}")
+    # One target folder for every release: a variant rebuilds the iceberg crates and the worker,
+    # not the ~500 crates they share (a lock keeps two harnesses from swapping binaries).
+    target = cache_root() / "rust-target"
     command = ["cargo", "build", "--release", "--manifest-path", str(project / "Cargo.toml")]
     command += ["--locked"] if version is None else []
     environment = {**os.environ, "CARGO_TARGET_DIR": str(target)}
-    # cargo's own lines ("Compiling datafusion ...") are the progress of a build that takes minutes.
-    with subprocess.Popen(command, env=environment, stderr=subprocess.PIPE, text=True) as cargo:
-        assert cargo.stderr is not None
-        errors = []
-        for line in cargo.stderr:
-            sys.stderr.write(line)
-            if line.startswith("error"):
-                errors.append(line)
-    if cargo.returncode != 0:
-        what = f"iceberg-rust {version}" if version else "the pinned crates"
-        why = first_line(errors[0]) if errors else f"cargo exited with {cargo.returncode}"
-        raise IcebenchError(f"the Rust worker does not build with {what}: {why}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{BINARY}.partial")
-    shutil.copy2(target / "release" / BINARY, partial)
-    partial.replace(path)
+    target.mkdir(parents=True, exist_ok=True)
+    with (target / ".icebench-build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the build and the copy of its binary, one harness at a time
+        # cargo's own lines ("Compiling datafusion ...") are the progress of a build that takes minutes.
+        with subprocess.Popen(command, env=environment, stderr=subprocess.PIPE, text=True) as cargo:
+            assert cargo.stderr is not None
+            errors = []
+            for line in cargo.stderr:
+                sys.stderr.write(line)
+                if line.startswith("error"):
+                    errors.append(line)
+        if cargo.returncode != 0:
+            what = f"iceberg-rust {version}" if version else "the pinned crates"
+            why = first_line(errors[0]) if errors else f"cargo exited with {cargo.returncode}"
+            raise IcebenchError(f"the Rust worker does not build with {what}: {why}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{BINARY}.partial")
+        shutil.copy2(target / "release" / BINARY, partial)
+        partial.replace(path)
     return path, time.perf_counter() - started
 
 
 def _variant_project(version: str) -> Path:
-    """A copy of rust/ with every iceberg crate at `version`; cargo resolves the rest anew."""
+    """A copy of rust/ with every iceberg crate at `version`. Its Cargo.lock is rust/'s: cargo
+    changes only what the new pins need, every other crate stays at its pinned version."""
     project = cache_root() / "rust-src" / f"iceberg-{version}"
     shutil.rmtree(project, ignore_errors=True)
     shutil.copytree(RUST_DIR, project, ignore=shutil.ignore_patterns("target"))
     (project / "Cargo.toml").write_text(_manifest(version))
-    (project / "Cargo.lock").unlink(missing_ok=True)
     return project
 
 

@@ -105,9 +105,11 @@ class OpenDalFileIO(FileIO):
         operator.delete(path)
 
 
-class OpenDalInputFile(InputFile):
+class _OpenDalPath:
+    """A location's operator and path, its size and existence: what input and output files share."""
+
     def __init__(self, location: str, operator: opendal.Operator, path: str) -> None:
-        super().__init__(location)
+        super().__init__(location)  # type: ignore[call-arg]  # InputFile's or OutputFile's
         self._operator, self._path = operator, path
 
     def __len__(self) -> int:
@@ -116,23 +118,15 @@ class OpenDalInputFile(InputFile):
     def exists(self) -> bool:
         return bool(self._operator.exists(self._path))
 
+
+class OpenDalInputFile(_OpenDalPath, InputFile):
     def open(self, seekable: bool = True) -> InputStream:
         if not self.exists():
             raise FileNotFoundError(f"Cannot open file, does not exist: {self.location}")
         return _FullReads(self._operator.open(self._path, "rb"))
 
 
-class OpenDalOutputFile(OutputFile):
-    def __init__(self, location: str, operator: opendal.Operator, path: str) -> None:
-        super().__init__(location)
-        self._operator, self._path = operator, path
-
-    def __len__(self) -> int:
-        return int(self._operator.stat(self._path).content_length)
-
-    def exists(self) -> bool:
-        return bool(self._operator.exists(self._path))
-
+class OpenDalOutputFile(_OpenDalPath, OutputFile):
     def to_input_file(self) -> InputFile:
         return OpenDalInputFile(self.location, self._operator, self._path)
 

@@ -276,7 +276,7 @@ class RunRecord(BaseModel):
     run_id: str
     scenario: str
     writer: str
-    writer_source: str | None = None  # short sha256 of the writer module's file (registry.source_hash)
+    writer_source: str | None = None  # short sha256 of the writer's code (Writer.source_digest)
     preset: str
     repeat: int = 0  # 0, 1, ... for repeated runs of one pair (matrix --repeat)
     variant: str | None = None  # e.g. "pyiceberg 0.9.1": the workers ran with that version

@@ -23,7 +23,6 @@ from pyiceberg.table import Table
 from harness.base.caps import CgroupCap, MemoryCap, format_size, make_cap, resolve_isolation
 from harness.base.errors import DISK_ERRNOS, IcebenchError, one_line, warn
 from harness.base.progress import ProgressReport, read_progress, watching
-from harness.base.registry import source_hash
 from harness.base.results import ResultsStore, now_iso, read_report
 from harness.base.settings import Settings
 from harness.base.signals import signals_held
@@ -409,7 +408,7 @@ class Runner:
             "run_id": self.store.run_id,
             "scenario": plan.scenario,
             "writer": plan.writer,
-            "writer_source": source_hash(writer),
+            "writer_source": writer.source_digest(),
             "preset": plan.preset,
             "repeat": plan.repeat,
             "round": plan.round,

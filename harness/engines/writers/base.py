@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import time
 from collections.abc import Iterable, Iterator
@@ -16,6 +17,7 @@ from pyiceberg.table import Table, Transaction
 
 from generators.source import ParquetSource
 from harness.base.errors import IcebenchError
+from harness.base.registry import source_hash
 from harness.model import EngineOptions, Operation, TableLayout
 from harness.services import rust_worker
 from harness.services.envs import PYICEBERG_ALONE, USED_THROUGH
@@ -126,6 +128,12 @@ class Writer:
     lacks: ClassVar[dict[str, str]] = {}
 
     @classmethod
+    def source_digest(cls) -> str | None:
+        """What the record's `writer_source` says: results of changed code are not compared with
+        the old code's. The writer module's file; a program writer's adds its program's sources."""
+        return source_hash(cls)
+
+    @classmethod
     def writes_through_pyiceberg_io(cls) -> bool:
         """Whether its files go through pyiceberg's FileIO (what --fileio changes): pyiceberg is
         its only engine."""
@@ -222,6 +230,11 @@ class RustWriter(ProgramWriter):
     @classmethod
     def worker_command(cls, variant_versions: dict[str, str]) -> list[str]:
         return [str(rust_worker.worker_binary(variant_versions.get("iceberg-rust")))]
+
+    @classmethod
+    def source_digest(cls) -> str | None:
+        module = source_hash(cls)
+        return hashlib.sha256(f"{module}:{rust_worker.source_digest()}".encode()).hexdigest()[:12]
 
     @classmethod
     def versions(cls) -> dict[str, str]:

@@ -1,14 +1,11 @@
 """dlt-iceberg (its own environment: dlt 1.20 and a pyiceberg fork) on the REST stack, and the
-iceberg-rust row, whose writer says why it cannot write (Writer.unavailable)."""
+writers that say why a release cannot write here (Writer.unavailable)."""
 
-import sys
 from importlib.metadata import version
-from types import ModuleType
 
 import pytest
 
-from harness.engines.availability import unavailable_in
-from harness.engines.writers import Writer, get_writer, iceberg_rust, writers
+from harness.engines.writers import Writer, get_writer, writers
 from harness.engines.writers.pyiceberg_table import PyicebergTable
 from harness.run.runner import Runner, RunPlan
 from harness.services.envs import pinned_versions
@@ -97,36 +94,29 @@ def test_an_unavailable_writer_is_unsupported_in_every_scenario_with_its_reason(
 
 def test_only_writers_with_their_own_unavailable_are_asked():
     asked = {name for name, writer in writers().items() if writer.asks_availability()}
-    assert asked == {"iceberg-rust"}
+    assert asked == {"dlt", "duckdb"}  # a release may lack what the run needs (docs/versions.md)
     assert not Writer.asks_availability() and CannotWrite.asks_availability()
 
 
-def test_iceberg_rust_is_asked_in_its_own_environment_and_names_the_version(runner, tiny_sets):
-    writer = get_writer("iceberg-rust")
-    python = runner._worker_python(writer)
-    reason = unavailable_in(python, writer.name)
-    assert reason.startswith("pyiceberg-core 0.11.0 (iceberg-rust's Python binding) exposes no writer")
-    assert "datafusion.IcebergDataFusionTable" in reason  # what it does expose
-    # The main environment's binding is the pyiceberg extra's (partition transforms), not the one asked.
-    main_binding = version("pyiceberg-core")
-    assert main_binding != "0.11.0" and writer.unavailable().startswith(f"pyiceberg-core {main_binding} ")
-    record = runner.run(tiny("upsert", writer.name, tiny_sets))
-    assert (record.status, record.error) == (
-        "unsupported",
-        f"iceberg-rust does not support writing: {reason}",
-    )
-    assert record.versions["pyiceberg-core"] == "0.11.0"
+def test_a_duckdb_release_without_extension_wheels_cannot_write_here(monkeypatch):
+    """DuckDB would download them at run time; PyPI has none for 2.0 (seen with --duckdb 2.0.0)."""
+    import duckdb
+
+    assert get_writer("duckdb").unavailable() is None  # 1.5.5 and its wheels
+    monkeypatch.setattr(duckdb, "__version__", "2.0.0")
+    reason = get_writer("duckdb").unavailable()
+    assert "ships no extension for duckdb 2.0.0" in reason and "PyPI has no duckdb-extension-*" in reason
 
 
-def test_iceberg_rust_names_a_write_entry_point_once_the_binding_has_one(monkeypatch):
-    binding = ModuleType(iceberg_rust.BINDING)
-    binding.transaction = ModuleType("transaction")  # type: ignore[attr-defined]
-    binding.transaction.Transaction = type("Transaction", (), {"commit": lambda self: None})  # type: ignore[attr-defined]
-    binding.__all__ = ["transaction"]  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, iceberg_rust.BINDING, binding)
-    monkeypatch.setattr(iceberg_rust, "version", lambda _: "0.99.0")
-    reason = get_writer("iceberg-rust").unavailable()
-    assert reason.startswith(
-        "pyiceberg-core 0.99.0 exposes transaction.Transaction, transaction.Transaction.commit, which "
-        "this writer does not drive yet"
+def test_a_dlt_release_without_iceberg_catalog_cannot_load_the_runs_table(monkeypatch):
+    """dlt 1.20 registers its tables in an ephemeral catalog of its own: the run's stayed empty."""
+    from dlt.common.libs import pyiceberg as dlt_pyiceberg
+
+    assert get_writer("dlt").unavailable() is None
+    monkeypatch.delattr(dlt_pyiceberg, "get_catalog")
+    reason = get_writer("dlt").unavailable()
+    assert reason == (
+        f"dlt {version('dlt')} has no iceberg_catalog setting: it registers its tables in an "
+        "ephemeral catalog of its own, never in the run's"
     )
+    assert get_writer("dlt-iceberg").unavailable() is None  # its destination opens the catalog itself

@@ -117,7 +117,7 @@ def test_what_a_failed_write_left_is_counted_even_when_the_oracle_cannot_judge(
     assert reason_of(record).startswith(f"left {record.orphan_files} files")
 
 
-# Writers that write at all (iceberg-rust's row is refused for that, before any scenario).
+# Writers that write at all (a writer with no operation would be refused before any scenario).
 @pytest.mark.parametrize(
     "writer",
     [n for n, w in writers().items() if not w.consumes_batches and any(w.supports(op) for op in Operation)],

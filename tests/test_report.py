@@ -98,15 +98,15 @@ def test_report_reads_json_lines_only(tmp_path, capsys):
 
 
 def test_writers_that_did_not_run_are_listed_with_their_reason(capsys, settings, tiny_sets):
-    """iceberg-rust cannot write (its binding has no write path): the report and the Markdown
+    """DuckDB cannot write on the embedded stack (REST catalogs only): the report and the Markdown
     summary say why, once per writer, with the scenarios it was given."""
     code = main(
-        ["matrix", "--preset", "tiny", "--scenarios", "append,upsert", "--writers", "iceberg-rust",
+        ["matrix", "--preset", "tiny", "--scenarios", "append,upsert", "--writers", "duckdb",
          "--memory", "1g", "--report"]
     )  # fmt: skip
     assert code == 0
     folder = newest_results_folder(settings.results_dir)
-    row = "| iceberg-rust | append, upsert | iceberg-rust does not support writing: pyiceberg-core 0.11.0"
+    row = "| duckdb | append, upsert | duckdb does not support this catalog: DuckDB's iceberg extension"
     assert "## Not run (unsupported)" in (folder / "report.md").read_text()
     assert row in (folder / "report.md").read_text()
     capsys.readouterr()

@@ -50,7 +50,7 @@ def verdict_runs(settings, tiny_sets) -> tuple[Path, list[RunRecord]]:
     plans = [
         RunPlan("append", writer, "tiny", tiny_sets, BATCH_ROWS, CAP)
         for writer in ("pyiceberg-add-files", "pyiceberg-commit-per-batch", "pyiceberg-fast-append-naive",
-                       "iceberg-rust")
+                       "duckdb")
     ]  # fmt: skip
     plans.append(RunPlan("upsert", "pyiceberg-table", "tiny", tiny_sets, BATCH_ROWS, CAP))
     records = [runner.run(plan) for plan in plans]
@@ -78,8 +78,8 @@ def test_passing_writers_are_ranked_by_write_time_and_the_rest_listed_apart(verd
     assert apart["pyiceberg-fast-append-naive"].rank is None
     reason = apart["pyiceberg-fast-append-naive"].reason  # its first failed check, and how many more
     assert reason.startswith("keys_unique: ") and "keys repeated" in reason and "more:" in reason
-    assert apart["iceberg-rust"].outcome == "unsupported"
-    assert apart["iceberg-rust"].reason == "does not support writing"
+    assert apart["duckdb"].outcome == "unsupported"  # REST catalogs only
+    assert apart["duckdb"].reason == "does not support this catalog"
     assert [row.outcome for row in append.rows] == ["pass", "pass", "FAIL", "unsupported"]
 
     upsert = groups[("upsert", CAP)]
@@ -215,7 +215,7 @@ def test_plots_mark_failed_runs(verdict_runs, tmp_path):
     assert figure is not None
     texts = [text.get_text() for axis in figure.axes for text in axis.texts]
     assert "FAIL" in texts and "pyiceberg-fast-append-naive  (FAIL)" in texts
-    assert any(text.startswith("not supported: iceberg-rust") for text in texts)
+    assert any(text.startswith("not supported: duckdb") for text in texts)
     colours = {
         to_hex(c) for axis in figure.axes for points in axis.collections for c in points.get_facecolor()
     }
@@ -236,7 +236,7 @@ def test_plots_mark_failed_runs(verdict_runs, tmp_path):
 
 @pytest.mark.parametrize("draw", [latency_figure, timeline_figure, scan_figure])
 def test_a_panels_not_run_note_sits_below_its_x_label(verdict_runs, draw):
-    """The note naming the writers a panel lacks (iceberg-rust: unsupported) stands under the
+    """The note naming the writers a panel lacks (duckdb: unsupported) stands under the
     panel's x label, clear of it, whatever the panel's height (the scan plot's note once overlapped
     its label)."""
     _, records = verdict_runs
@@ -248,7 +248,7 @@ def test_a_panels_not_run_note_sits_below_its_x_label(verdict_runs, draw):
         (axis, text)
         for axis in figure.axes
         for text in axis.texts
-        if "not run (unsupported): iceberg-rust" in text.get_text()
+        if "not run (unsupported): duckdb" in text.get_text()
     ]
     assert notes
     for axis, note in notes:

@@ -229,7 +229,7 @@ class RustWriter(ProgramWriter):
 
     @classmethod
     def worker_command(cls, variant_versions: dict[str, str]) -> list[str]:
-        return [str(rust_worker.worker_binary(variant_versions.get("iceberg-rust")))]
+        return [str(rust_worker.worker_binary(variant_versions.get(rust_worker.LIBRARY)))]
 
     @classmethod
     def source_digest(cls) -> str | None:

@@ -26,7 +26,6 @@ FILE_IOS = {
     "fsspec": ("pyiceberg.io.fsspec.FsspecFileIO", "s3fs"),
     "opendal": ("harness.engines.fileio.OpenDalFileIO", "opendal"),
 }
-DEFAULT_FILE_IO = "pyarrow"
 
 
 def file_io_impl(name: str) -> str:

@@ -32,6 +32,7 @@ from harness.base.caps import format_size
 from harness.base.checkout import REPO_ROOT
 from harness.base.ownership import pid_alive
 from harness.base.settings import Settings
+from harness.services.rust_worker import build_cache
 
 # Scratch folders in the temp folder: harness.engines (icebench-spark-<pid>, icebench-dlt-*,
 # icebench-duckdb-*, icebench-pyfiles-*), crash tracebacks.
@@ -86,7 +87,7 @@ def places(settings: Settings, everything: bool, checkout: Path | None = None) -
         _folder(checkout / "compose" / "worker" / "wheelhouse", "worker image wheelhouse"),
     ]
     if everything:
-        cache = Path(os.environ.get("ICEBENCH_CACHE") or Path.home() / ".cache" / "icebench")
+        cache = build_cache()
         what = "build cache (images: rootfs, .debs, wheels; the REST catalog; the Rust worker)"
         found.append(_folder(cache, what))
         found.append(_private_engine())

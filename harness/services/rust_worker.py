@@ -32,8 +32,9 @@ PINNED = re.compile(r'^(?P<crate>iceberg(?:-[a-z-]+)?) = "=(?P<version>[^"]+)"$'
 DESCRIBE_TIMEOUT_S = 30.0
 
 
-def cache_root() -> Path:
-    """Where cargo's target folders, the variants' sources and the built binaries go."""
+def build_cache() -> Path:
+    """icebench's build cache outside the repository (the images' and the Rust worker's): where
+    cargo's target folder, the variants' sources and the built binaries go."""
     return Path(os.environ.get(CACHE_VARIABLE) or Path.home() / ".cache" / "icebench")
 
 
@@ -69,7 +70,7 @@ def source_digest(version: str | None = None) -> str:
 
 def binary_path(version: str | None = None) -> Path:
     label = f"iceberg-{version}" if version else "pinned"
-    return cache_root() / "rust-bin" / f"{label}-{source_digest(version)}" / BINARY
+    return build_cache() / "rust-bin" / f"{label}-{source_digest(version)}" / BINARY
 
 
 def worker_binary(version: str | None = None) -> Path:
@@ -92,7 +93,7 @@ def build(version: str | None = None) -> tuple[Path, float]:
     project = RUST_DIR if version is None else _variant_project(version)
     # One target folder for every release: a variant rebuilds the iceberg crates and the worker,
     # not the ~500 crates they share (a lock keeps two harnesses from swapping binaries).
-    target = cache_root() / "rust-target"
+    target = build_cache() / "rust-target"
     command = ["cargo", "build", "--release", "--manifest-path", str(project / "Cargo.toml")]
     command += ["--locked"] if version is None else []
     environment = {**os.environ, "CARGO_TARGET_DIR": str(target)}
@@ -121,7 +122,7 @@ def build(version: str | None = None) -> tuple[Path, float]:
 def _variant_project(version: str) -> Path:
     """A copy of rust/ with every iceberg crate at `version`. Its Cargo.lock is rust/'s: cargo
     changes only what the new pins need, every other crate stays at its pinned version."""
-    project = cache_root() / "rust-src" / f"iceberg-{version}"
+    project = build_cache() / "rust-src" / f"iceberg-{version}"
     shutil.rmtree(project, ignore_errors=True)
     shutil.copytree(RUST_DIR, project, ignore=shutil.ignore_patterns("target"))
     (project / "Cargo.toml").write_text(_manifest(version))

@@ -1,10 +1,18 @@
 """The catalog axis of local-services (--catalog): SeaweedFS's own Iceberg REST catalog beside Apache
-Iceberg's REST fixture. Each keeps both appends of a race or fails one cleanly; Spark writes through
-each (SigV4-signed requests for SeaweedFS's), its S3 requests counted either way."""
+Iceberg's REST fixture. Each admits only the run's credentials, keeps both appends of a race or fails
+one cleanly; Spark writes through each (SigV4-signed requests for SeaweedFS's), its S3 requests
+counted either way."""
 
+import json
+import os
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 
 from harness.base.results import ResultsStore
 from harness.base.settings import Settings
@@ -12,6 +20,7 @@ from harness.cli import main
 from harness.model import run_key
 from harness.run.runner import Runner, RunPlan
 from harness.services.s3_counter import COUNTER_BINARY
+from harness.services.stacks.base import CATALOG_TOKEN_VARIABLE
 from harness.services.stacks import started
 from harness.services.stacks.local_services import CATALOGS
 
@@ -25,6 +34,55 @@ def catalog_runner(settings: Settings, request: pytest.FixtureRequest) -> Iterat
     store = ResultsStore(on_catalog.results_dir)
     with started(on_catalog, store.folder / "services") as stack:
         yield Runner(on_catalog, store, stack)
+
+
+def _answer(url: str, method: str, headers: dict[str, str], body: bytes | None) -> int:
+    request = urllib.request.Request(url, method=method, headers=headers, data=body)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def _signed(credentials: Credentials | None, region: str, url: str, method: str, body: bytes | None) -> dict:
+    """SigV4 headers as SeaweedFS's catalog asks of its clients (signing name s3tables)."""
+    request = AWSRequest(method=method, url=url, data=body, headers={"Content-Type": "application/json"})
+    if credentials:
+        SigV4Auth(credentials, "s3tables", region).add_auth(request)
+    return dict(request.headers)
+
+
+def test_each_catalog_admits_only_the_runs_credentials(catalog_runner: Runner):
+    """Listing and creating namespaces without the run's credentials is refused; with them, both
+    answer. The fixture asks a bearer token, SeaweedFS's catalog a SigV4 signature by the run's keys."""
+    stack = catalog_runner.stack
+    url = f"{stack.catalog_uri}/v1/namespaces"
+    create = json.dumps({"namespace": ["intruder"]}).encode()
+    keys = stack.endpoint.access_key_id, stack.endpoint.secret_access_key
+    if stack.seaweed_catalog:
+        region = stack.endpoint.region
+        refused = [
+            lambda m, b: _signed(None, region, url, m, b),
+            lambda m, b: _signed(Credentials(keys[0], "wrong-secret-key"), region, url, m, b),
+            lambda m, b: _signed(Credentials("AKIAUNKNOWNKEY000000", keys[1]), region, url, m, b),
+        ]
+        admitted = lambda m, b: _signed(Credentials(*keys), region, url, m, b)  # noqa: E731
+        denial = 403
+    else:
+        token = os.environ[CATALOG_TOKEN_VARIABLE]
+        refused = [lambda m, b: {}, lambda m, b: {"Authorization": "Bearer wrong-token"}]
+        admitted = lambda m, b: {"Authorization": f"Bearer {token}"}  # noqa: E731
+        denial = 401
+    for headers in refused:
+        assert _answer(url, "GET", headers("GET", None), None) == denial
+        assert _answer(url, "POST", headers("POST", create), create) == denial
+    assert "intruder" not in _namespaces(url, admitted("GET", None))  # the refused creates made nothing
+
+
+def _namespaces(url: str, headers: dict[str, str]) -> set[str]:
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10) as response:
+        return {".".join(name) for name in json.loads(response.read())["namespaces"]}
 
 
 def test_a_race_of_two_appends_keeps_both_or_fails_one_cleanly(

@@ -20,8 +20,8 @@ from harness.cli import main
 from harness.model import run_key
 from harness.run.runner import Runner, RunPlan
 from harness.services.s3_counter import COUNTER_BINARY
-from harness.services.stacks.base import CATALOG_TOKEN_VARIABLE
 from harness.services.stacks import started
+from harness.services.stacks.base import CATALOG_TOKEN_VARIABLE
 from harness.services.stacks.local_services import CATALOGS
 
 pytestmark = pytest.mark.skipif(not COUNTER_BINARY.is_file(), reason="run make s3-counter")

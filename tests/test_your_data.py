@@ -4,6 +4,8 @@ refused in one line before a writer runs; and a change inside a nested value cau
 
 import datetime
 import os
+import subprocess
+import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -366,3 +368,21 @@ def test_the_rounds_run_on_your_data(cli_settings, tmp_path: Path):
         for phase in ("append", "upsert", "replace")
     ]
     assert all(r.status == "ok" and r.verdict.passed for r in records), [r.verdict for r in records]
+
+
+def test_the_walkthroughs_stand_in_orders_are_taken_as_your_data(cli_settings, tmp_path: Path):
+    """benchmarks/your_orders.py, docs/your-data.md's stand-in for a newcomer's parquet: files of a
+    string key in no order and nested columns, no manifest, appended and judged by `order_id`."""
+    script = Path(__file__).parents[1] / "benchmarks" / "your_orders.py"
+    folder = tmp_path / "orders"
+    made = subprocess.run(
+        [sys.executable, str(script), str(folder), "--rows", "3000", "--files", "3"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert sorted(path.name for path in folder.iterdir()) == [f"orders-0{i}.parquet" for i in range(3)]
+    keys = pq.read_table(folder, columns=["order_id"]).column("order_id").to_pylist()
+    assert len(set(keys)) == 3000 and keys != sorted(keys)
+    assert append(cli_settings, folder, "order_id") == 0
+    record = newest_records(cli_settings)[-1]
+    assert record.status == "ok" and record.verdict.passed, record.verdict

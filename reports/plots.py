@@ -470,6 +470,60 @@ def scan_figure(records: Sequence[RunRecord]) -> Figure | None:
     return figure
 
 
+# The object store's request kinds (compose/s3-counter), stacked in this order: writes, reads,
+# deletes; a kind not named here is drawn as "other".
+REQUEST_KINDS = {
+    "put": "#4c72b0", "upload_part": "#6f9bd1", "multipart_start": "#a3c1e6",
+    "multipart_complete": "#2b4f80", "multipart_abort": "#9ab", "copy": "#8172b2",
+    "get": "#55a868", "get_range": "#8cc79a", "head": "#c7a54a", "head_bucket": "#e0cc8a",
+    "list": "#dd8452", "delete": "#c44e52", "delete_objects": "#e08a8c", "other": "#999",
+}  # fmt: skip
+
+
+def requests_figure(records: Sequence[RunRecord]) -> Figure | None:
+    """The object store's requests of each write by kind, a bar per writer and a panel per
+    scenario, labelled with the bytes sent, the list-price cost and the full scan's requests: what
+    a write costs on S3 (only runs whose stack counted requests)."""
+    runs = [r for r in representatives(records) if r.object_store_requests]
+    if not runs:
+        return None
+    figure, panels, several = _writer_bar_panels(runs, row_height=0.45)
+    drawn: set[str] = set()
+    for axis, scenario, group in panels:
+        for index, record in enumerate(group):
+            left = 0
+            for kind, count in _request_stack(record.object_store_requests):
+                axis.barh(
+                    index, count, left=left, color=REQUEST_KINDS[kind], label=None if kind in drawn else kind
+                )
+                drawn.add(kind)
+                left += count
+            sent = record.object_store_bytes.get("in", 0) / MIB
+            cost = f", ${record.write_requests_usd:.4f}" if record.write_requests_usd is not None else ""
+            scan = f", full scan {record.full_scan_requests}" if record.full_scan_requests is not None else ""
+            word = f" {word.upper()}" if (word := status_word(record)) else ""
+            axis.text(
+                left, index, f" {left:,} ({sent:,.0f} MiB up{cost}{scan}){word}", va="center", fontsize=7
+            )
+        axis.set_yticks(range(len(group)), [_label(r, several) for r in group])
+        axis.set_ylim(len(group) - 0.5, -0.5)
+        axis.margins(x=0.45)  # room for the labels right of the longest bar
+        axis.set_title(scenario)
+        axis.set_xlabel("S3 requests of the write, by kind (counted by the stack's request counter)")
+        axis.grid(alpha=0.3, axis="x")
+    handles = [matplotlib.patches.Patch(color=REQUEST_KINDS[k], label=k) for k in REQUEST_KINDS if k in drawn]
+    figure.legend(handles=handles, loc="outside right upper", fontsize=7.5)
+    figure.suptitle("What each write cost the object store, in requests")
+    return figure
+
+
+def _request_stack(requests: dict[str, int]) -> list[tuple[str, int]]:
+    """The write's requests in REQUEST_KINDS' order, unknown kinds summed as "other"."""
+    other = sum(n for kind, n in requests.items() if kind not in REQUEST_KINDS)
+    known = [(kind, requests[kind]) for kind in REQUEST_KINDS if requests.get(kind)]
+    return known + ([("other", other)] if other else [])
+
+
 def _planned(record: RunRecord, scan: str) -> str:
     files = getattr(record, f"{scan}_scan_files")
     if files is None:

@@ -23,6 +23,7 @@ from reports.plots import (
     metrics_figure,
     peak_memory_figure,
     png_bytes,
+    requests_figure,
     rounds_figure,
     scale_figure,
     scan_figure,
@@ -67,6 +68,7 @@ PLOTS: list[tuple[str, str, Callable[[list[RunRecord], list[Fit]], Figure | None
         lambda runs, _: rounds_figure(runs),
     ),
     ("scan-cost", "Full and selective scan of the table each writer left", lambda runs, _: scan_figure(runs)),
+    ("s3-requests", "S3 requests of each write, by kind", lambda runs, _: requests_figure(runs)),
     ("caps", "The smallest memory cap each writer survives", lambda runs, _: caps_figure(runs)),
 ]
 

@@ -14,6 +14,7 @@ from reports.plots import (
     FAIL_ZORDER,
     FAILED_RED,
     latency_figure,
+    requests_figure,
     rounds_figure,
     scale_figure,
     timeline_figure,
@@ -156,3 +157,26 @@ def test_latency_panels_share_one_y_scale(spread):
     assert figure is not None
     scales = {axis.get_yscale() for axis in panels(figure) if axis.get_lines()}
     assert scales == ({"log"} if spread else {"linear"})
+
+
+def test_the_requests_plot_stacks_each_writes_requests_by_kind():
+    """A bar per write, its segments the kinds the counter saw, as long as all its requests; a kind
+    the plot does not know is drawn as other, never dropped. Runs on a stack that counted nothing
+    (embedded) make no figure."""
+    assert requests_figure([record("append", "pyiceberg-table", 1.0, 200)]) is None
+    counted = {"write_requests_usd": 0.001, "object_store_bytes": {"in": 5 * MIB, "out": 0}}
+    records = [
+        record("append", "spark", 2.0, 300, object_store_requests={"put": 6, "upload_part": 20, "head": 2},
+               full_scan_requests=30, **counted),
+        record("append", "duckdb", 3.0, 300, object_store_requests={"put": 4, "post_object": 3}, **counted),
+    ]  # fmt: skip
+    figure = requests_figure(records)
+    assert figure is not None
+    (axis,) = panels(figure)
+    lengths: dict[float, float] = {}
+    for bar in axis.patches:
+        lengths[bar.get_y()] = max(lengths.get(bar.get_y(), 0), bar.get_x() + bar.get_width())
+    assert sorted(lengths.values()) == [7, 28]  # duckdb's 4 + 3 other, spark's 6 + 20 + 2
+    legend = {text.get_text() for legend in figure.legends for text in legend.get_texts()}
+    assert legend == {"put", "upload_part", "head", "other"}
+    assert any("full scan 30" in text.get_text() for text in axis.texts)

@@ -36,6 +36,7 @@ from harness.model import Metric, RunRecord, metrics, run_key
 from reports.caps import CapFigure, cap_figures, table_text
 from reports.fits import Fit, point_batches
 from reports.rounds import followed_metrics, phase_series
+from reports.summary import metric_text
 from reports.verdict import VerdictGroup, VerdictRow, cap_text, outcome_of, verdict_groups
 
 MIB = 2**20
@@ -480,6 +481,9 @@ REQUEST_KINDS = {
 }  # fmt: skip
 
 
+PRICE: Metric = next(m for m in metrics("run") if m.name == "write_requests_usd")  # its unit: $
+
+
 def requests_figure(records: Sequence[RunRecord]) -> Figure | None:
     """The object store's requests of each write by kind, a bar per writer and a panel per
     scenario, labelled with the bytes sent, the list-price cost and the full scan's requests: what
@@ -499,7 +503,11 @@ def requests_figure(records: Sequence[RunRecord]) -> Figure | None:
                 drawn.add(kind)
                 left += count
             sent = record.object_store_bytes.get("in", 0) / MIB
-            cost = f", ${record.write_requests_usd:.4f}" if record.write_requests_usd is not None else ""
+            cost = (
+                f", {metric_text(PRICE, record.write_requests_usd)}"
+                if record.write_requests_usd is not None
+                else ""
+            )
             scan = f", full scan {record.full_scan_requests}" if record.full_scan_requests is not None else ""
             word = f" {word.upper()}" if (word := status_word(record)) else ""
             axis.text(
@@ -507,7 +515,7 @@ def requests_figure(records: Sequence[RunRecord]) -> Figure | None:
             )
         axis.set_yticks(range(len(group)), [_label(r, several) for r in group])
         axis.set_ylim(len(group) - 0.5, -0.5)
-        axis.margins(x=0.45)  # room for the labels right of the longest bar
+        axis.margins(x=0.7)  # room for the labels right of the longest bar
         axis.set_title(scenario)
         axis.set_xlabel("S3 requests of the write, by kind (counted by the stack's request counter)")
         axis.grid(alpha=0.3, axis="x")

@@ -81,12 +81,12 @@ $(SPARK_JARS): compose/spark/fetch-jars.sh
 spark-jars: $(SPARK_JARS)
 
 # The Rust writers' worker (rust/): cargo builds it in ~/.cache/icebench, the binary kept under a digest
-# of rust/'s sources, so it is built again only when they change (~25 min cold on 2 cores, then
+# of rust/'s sources, so it is built again only when they change (18 min cold on 2 cores, then
 # seconds). ICEBERG_RUST=0.10.0 builds it against another iceberg-rust release.
 ICEBERG_RUST ?=
 rust-worker: $(STAMP)
 	@command -v cargo >/dev/null || { echo "the Rust writers need cargo (Rust 1.94+: https://rustup.rs)"; exit 1; }
-	@echo '==> building the Rust worker (cargo; ~30 min the first time on 2 cores, then only when rust/ changes)'
+	@echo '==> building the Rust worker (cargo; ~20 min the first time on 2 cores, then only when rust/ changes)'
 	$(BIN)/python -m harness.services.rust_worker build $(ICEBERG_RUST)
 
 # make bench without cargo: the Rust writers' runs record how to build their worker, the rest runs.

@@ -479,8 +479,6 @@ REQUEST_KINDS = {
     "get": "#55a868", "get_range": "#8cc79a", "head": "#c7a54a", "head_bucket": "#e0cc8a",
     "list": "#dd8452", "delete": "#c44e52", "delete_objects": "#e08a8c", "other": "#999",
 }  # fmt: skip
-
-
 PRICE: Metric = next(m for m in metrics("run") if m.name == "write_requests_usd")  # its unit: $
 
 
@@ -497,9 +495,7 @@ def requests_figure(records: Sequence[RunRecord]) -> Figure | None:
         for index, record in enumerate(group):
             left = 0
             for kind, count in _request_stack(record.object_store_requests):
-                axis.barh(
-                    index, count, left=left, color=REQUEST_KINDS[kind], label=None if kind in drawn else kind
-                )
+                axis.barh(index, count, left=left, color=REQUEST_KINDS[kind])
                 drawn.add(kind)
                 left += count
             sent = record.object_store_bytes.get("in", 0) / MIB
@@ -509,9 +505,10 @@ def requests_figure(records: Sequence[RunRecord]) -> Figure | None:
                 else ""
             )
             scan = f", full scan {record.full_scan_requests}" if record.full_scan_requests is not None else ""
-            word = f" {word.upper()}" if (word := status_word(record)) else ""
+            status = status_word(record)  # FAIL, OOM, ...: said beside the bar, as no pass
+            said = f" {status.upper()}" if status else ""
             axis.text(
-                left, index, f" {left:,} ({sent:,.0f} MiB up{cost}{scan}){word}", va="center", fontsize=7
+                left, index, f" {left:,} ({sent:,.0f} MiB up{cost}{scan}){said}", va="center", fontsize=7
             )
         axis.set_yticks(range(len(group)), [_label(r, several) for r in group])
         axis.set_ylim(len(group) - 0.5, -0.5)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -43,6 +44,15 @@ class EngineOptions(BaseModel):
     engine: ClassVar[str | None] = None  # the [engines.<engine>] table it is read from; None: none
 
 
+# Why a check failed: its text, or a function that makes it, called only once the check has failed
+# (the text may need what only a failure has, such as the first of the missing files).
+Reason = str | Callable[[], str | None]
+
+
+def _told(reason: Reason) -> str | None:
+    return reason if isinstance(reason, str) else reason()
+
+
 class Check(BaseModel):
     """One check of the oracle on one table: what it expected, what it found, and why it failed."""
 
@@ -55,6 +65,21 @@ class Check(BaseModel):
     # The harness could not make the check (no reader of its can apply what the table holds): not
     # the writer's failure. The verdict does not pass, and the run reads "unjudged", never FAIL.
     harness_limit: bool = False
+
+    @classmethod
+    def holds(
+        cls, name: str, condition: bool, reason: Reason, *, expected: Any = None, actual: Any = None
+    ) -> Check:
+        """Passed when `condition` holds; else failed for `reason`, made only then if a function."""
+        told = None if condition else _told(reason)
+        return cls(name=name, passed=condition, expected=expected, actual=actual, reason=told)
+
+    @classmethod
+    def equal(cls, name: str, expected: Any, actual: Any, reason: Reason | None = None) -> Check:
+        """Passed when `actual` equals `expected`; else failed for `reason` (by default
+        `expected 3, found 2`)."""
+        otherwise = (lambda: f"expected {expected}, found {actual}") if reason is None else reason
+        return cls.holds(name, expected == actual, otherwise, expected=expected, actual=actual)
 
 
 # The engine the oracle reads every table with (harness/judge/readback.py).

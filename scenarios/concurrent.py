@@ -77,14 +77,11 @@ class Concurrent(Scenario):
         if evidence.single_commit:  # however often each was retried, a landed write is one catalog commit
             commits = evidence.commits
             checks.append(
-                Check(
-                    name="one_commit_per_landed_worker",
-                    passed=commits == landed,
-                    expected=landed,
-                    actual=commits,
-                    reason=None
-                    if commits == landed
-                    else f"{commits} catalog commits for {landed} of {len(ends)} landed single-commit writes",
+                Check.equal(
+                    "one_commit_per_landed_worker",
+                    landed,
+                    commits,
+                    f"{commits} catalog commits for {landed} of {len(ends)} landed single-commit writes",
                 )
             )
         return checks

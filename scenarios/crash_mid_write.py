@@ -72,15 +72,13 @@ class KilledMidWrite(Scenario):
         (end,) = ends
         note = end.result
         if isinstance(note, KillNote):
-            at_last = evidence.after.current_snapshot_id == note.committed_snapshot_id
             return [
                 Check(name="killed_at_point", passed=True, expected=note.point, actual=note.describe()),
-                Check(
-                    name="at_last_committed_snapshot",
-                    passed=at_last,
-                    expected=note.committed_snapshot_id,
-                    actual=evidence.after.current_snapshot_id,
-                    reason=None if at_last else NOT_AT_LAST_COMMIT,
+                Check.equal(
+                    "at_last_committed_snapshot",
+                    note.committed_snapshot_id,
+                    evidence.after.current_snapshot_id,
+                    NOT_AT_LAST_COMMIT,
                 ),
             ]
         if note is not None and note.kill_missed:  # the scenario did not do what it says

@@ -297,7 +297,7 @@ def _visible_content_checks(
     # with the row count, also settles what the key checks would (a wrong, missing or doubled key
     # changes it).
     return [
-        _equal("row_count", expected.rows, theirs.rows),
+        Check.equal("row_count", expected.rows, theirs.rows),
         _checksum_equal(expected.checksum, theirs.hex),
     ], verifier.name
 
@@ -329,38 +329,26 @@ def operation_checks(evidence: Evidence) -> list[Check]:
     """How one operation ended: a success committed (once, if promised) and left nothing
     unreachable; a failure left the table at its snapshot."""
     if evidence.error is not None:
-        unchanged = evidence.after.current_snapshot_id == evidence.before.current_snapshot_id
         return [
             _operation_failed(evidence.error),
-            Check(
-                name="table_unchanged_after_failure",
-                passed=unchanged,
-                expected=evidence.before.current_snapshot_id,
-                actual=evidence.after.current_snapshot_id,
-                reason=None if unchanged else "a failed write moved the table to a new snapshot",
+            Check.equal(
+                "table_unchanged_after_failure",
+                evidence.before.current_snapshot_id,
+                evidence.after.current_snapshot_id,
+                "a failed write moved the table to a new snapshot",
             ),
         ]
     added = evidence.metrics["snapshots_added"]
     checks = [
         no_orphans_check(evidence.orphans),
-        Check(
-            name="snapshots_added",
-            passed=added >= 1,
-            expected=">= 1",
-            actual=added,
-            reason=None if added else "the operation committed nothing",
+        Check.holds(
+            "snapshots_added", added >= 1, "the operation committed nothing", expected=">= 1", actual=added
         ),
     ]
     if evidence.single_commit:
         commits = evidence.commits
         checks.append(
-            Check(
-                name="single_commit",
-                passed=commits == 1,
-                expected=1,
-                actual=commits,
-                reason=None if commits == 1 else f"{commits} catalog commits for one operation",
-            )
+            Check.equal("single_commit", 1, commits, f"{commits} catalog commits for one operation")
         )
     return checks
 
@@ -384,12 +372,12 @@ def schema_check(table: Table, expected: pa.Schema, content: TableContent | None
             differences += _column_differences(have[name], column, _expected_field_id(expected.field(name)))
     if content is not None:
         differences += _nulls_in_required(table.schema(), content)
-    return Check(
-        name="schema_matches",
-        passed=not differences,
+    return Check.holds(
+        "schema_matches",
+        not differences,
+        lambda: first_few(differences),
         expected=f"{len(want)} columns",
         actual=f"{len(have)} columns",
-        reason=first_few(differences),
     )
 
 
@@ -459,12 +447,12 @@ def manifest_stats_check(content: TableContent, schema: Schema) -> Check:
     for facts in content.files:
         if problems := stats_problems(facts.listed, facts.stats, facts.rows, columns):
             lies.append(f"{short_path(facts.path)}: {first_few(problems)}")
-    return Check(
-        name="manifest_stats_true",
-        passed=not lies,
+    return Check.holds(
+        "manifest_stats_true",
+        not lies,
+        lambda: first_few(lies, shown=2),
         expected=f"{len(content.files)} files whose stats hold their content",
         actual=f"{len(lies)} files whose stats do not",
-        reason=first_few(lies, shown=2),
     )
 
 
@@ -493,12 +481,12 @@ def snapshot_summary_check(
                 f"the run's {len(added)} snapshots declare {declared:+,} {unit}, "
                 f"the totals moved {changed:+,}"
             )
-    return Check(
-        name="snapshot_summary_true",
-        passed=not problems,
+    return Check.holds(
+        "snapshot_summary_true",
+        not problems,
+        lambda: first_few(problems),
         expected=counted,
         actual={key: summary.get(key) for key in counted},
-        reason=first_few(problems),
     )
 
 
@@ -513,14 +501,11 @@ def replaced_files_deleted_check(evidence: Evidence) -> Check:
     added = [s for s in table.metadata.snapshots if s.snapshot_id in after.snapshot_ids - before.snapshot_ids]
     deleted = sum(_summary_int(snapshot, "deleted-data-files") for snapshot in added)
     listed = before.data_file_entries
-    return Check(
-        name="replaced_files_deleted",
-        passed=deleted == listed,
-        expected=listed,
-        actual=deleted,
-        reason=None
-        if deleted == listed
-        else f"the replace's snapshots delete {deleted:,} of the {listed:,} data files listed before",
+    return Check.equal(
+        "replaced_files_deleted",
+        listed,
+        deleted,
+        f"the replace's snapshots delete {deleted:,} of the {listed:,} data files listed before",
     )
 
 
@@ -541,12 +526,14 @@ def no_orphans_check(orphans: dict[str, int]) -> Check:
             f"{len(lost_swaps)} of them metadata files of commit attempts that lost the catalog's "
             "compare-and-swap, left by the catalog"
         )
-    return Check(
-        name="no_orphans_after_success",
-        passed=not orphans,
+    return Check.holds(
+        "no_orphans_after_success",
+        not orphans,
+        lambda: (
+            first_few(problems[:-1], shown=2) + f"; {problems[-1]}" if lost_swaps else first_few(problems)
+        ),
         expected=0,
         actual={"files": len(orphans), "lost_swap_metadata": len(lost_swaps)},
-        reason=first_few(problems[:-1], shown=2) + f"; {problems[-1]}" if lost_swaps else first_few(problems),
     )
 
 
@@ -575,36 +562,32 @@ def _content_checks(table: Table, content: TableContent, expected: Expectation) 
     in_ranges = count_in_ranges(unique, expected.key_ranges)
     key_set_ok = content.null_keys == 0 and in_ranges == expected_count == len(unique)
     checks = [
-        _equal("row_count", expected.rows, content.rows),
-        Check(
-            name="keys_unique",
-            passed=duplicates == 0 and content.null_keys == 0,
+        Check.equal("row_count", expected.rows, content.rows),
+        Check.holds(
+            "keys_unique",
+            duplicates == 0 and content.null_keys == 0,
+            lambda: (
+                repeated_keys_reason(content.keys, partial(key_name, table, content.key_space))
+                if duplicates
+                else f"{content.null_keys:,} null keys"
+            ),
             expected=0,
             actual=duplicates,
-            reason=repeated_keys_reason(content.keys, partial(key_name, table, content.key_space))
-            if duplicates
-            else _reason(content.null_keys, "null keys"),
         ),
-        Check(
-            name="key_set",
-            passed=key_set_ok,
+        Check.holds(
+            "key_set",
+            key_set_ok,
+            lambda: _key_set_reason(table, content, expected, in_ranges, expected_count),
             expected=_key_ranges_in_brief(expected),
             actual={"distinct": len(unique), "in_expected_ranges": in_ranges},
-            reason=None
-            if key_set_ok
-            else _key_set_reason(table, content, expected, in_ranges, expected_count),
         ),
         _content_checksum_check(table, content, expected),
     ]
     if expected.gone_key_ranges:
         left = count_in_ranges(unique, expected.gone_key_ranges)
         checks.append(
-            Check(
-                name="replaced_rows_gone",
-                passed=left == 0,
-                expected=0,
-                actual=left,
-                reason=_reason(left, "rows of the replaced set are still in the table"),
+            Check.equal(
+                "replaced_rows_gone", 0, left, f"{left:,} rows of the replaced set are still in the table"
             )
         )
     return checks
@@ -678,16 +661,13 @@ def _catalog_properties(table: Table) -> dict[str, str]:
 
 def engines_agree(engine: str, read: Checksum, other_engine: str, other_read: Checksum) -> Check:
     """Two engines reading one table must see the same rows; the failure names both."""
-    passed = read == other_read
-    return Check(
-        name="engines_agree",
-        passed=passed,
+    return Check.holds(
+        "engines_agree",
+        read == other_read,
+        f"{engine} reads {read.rows} rows (checksum {read.short}), "
+        f"{other_engine} reads {other_read.rows} rows (checksum {other_read.short})",
         expected={"engine": engine, "rows": read.rows, "checksum": read.hex},
         actual={"engine": other_engine, "rows": other_read.rows, "checksum": other_read.hex},
-        reason=None
-        if passed
-        else f"{engine} reads {read.rows} rows (checksum {read.short}), "
-        f"{other_engine} reads {other_read.rows} rows (checksum {other_read.short})",
     )
 
 
@@ -705,46 +685,24 @@ def _file_checks(table: Table, content: TableContent) -> list[Check]:
     repeated = {path: n for path, n in Counter(content.data_files).items() if n > 1}
     missing = [path for path in set(content.data_files) if not table.io.new_input(path).exists()]
     return [
-        Check(
-            name="data_files_listed_once",
-            passed=not repeated,
-            expected=0,
-            actual=len(repeated),
-            reason=_repeated_files_reason(repeated) if repeated else None,
-        ),
-        Check(
-            name="data_files_exist",
-            passed=not missing,
-            expected=0,
-            actual=len(missing),
-            reason=f"{len(missing)} listed data files are missing, e.g. {short_path(min(missing))}"
-            if missing
-            else None,
+        Check.equal("data_files_listed_once", 0, len(repeated), lambda: _repeated_files_reason(repeated)),
+        Check.equal(
+            "data_files_exist",
+            0,
+            len(missing),
+            lambda: f"{len(missing)} listed data files are missing, e.g. {short_path(min(missing))}",
         ),
     ]
 
 
-def _equal(name: str, expected: Any, actual: Any) -> Check:
-    passed = expected == actual
-    return Check(
-        name=name,
-        passed=passed,
-        expected=expected,
-        actual=actual,
-        reason=None if passed else f"expected {expected}, found {actual}",
-    )
-
-
 def _checksum_equal(expected: str, actual: str) -> Check:
     """content_checksum: the whole checksums compared and recorded, their short forms in the reason."""
-    check = _equal("content_checksum", expected, actual)
-    if not check.passed:
-        check.reason = f"expected {short_form(expected)}, found {short_form(actual)}"
-    return check
-
-
-def _reason(count: int, what: str) -> str | None:
-    return f"{count:,} {what}" if count else None
+    return Check.equal(
+        "content_checksum",
+        expected,
+        actual,
+        lambda: f"expected {short_form(expected)}, found {short_form(actual)}",
+    )
 
 
 def count_in_ranges(sorted_keys: np.ndarray, ranges: KeyRanges) -> int:

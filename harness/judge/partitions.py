@@ -65,14 +65,11 @@ def partition_check(table: Table, content: TableContent) -> Check:
             found = f"{short_path(facts.path)} could not be read: {one_line(exc)}"
         if found is not None:
             misplaced.append(found)
-    return Check(
-        name=PARTITION_CHECK,
-        passed=not misplaced,
-        expected=0,
-        actual=len(misplaced),
-        reason=f"{counted(len(misplaced), 'data file')} hold rows of another partition: {misplaced[0]}"
-        if misplaced
-        else None,
+    return Check.equal(
+        PARTITION_CHECK,
+        0,
+        len(misplaced),
+        lambda: f"{counted(len(misplaced), 'data file')} hold rows of another partition: {misplaced[0]}",
     )
 
 

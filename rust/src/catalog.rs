@@ -35,7 +35,9 @@ pub async fn load_catalog(properties: &BTreeMap<String, String>) -> Result<Arc<d
             if let Ok(token) = std::env::var(TOKEN_VARIABLE) {
                 props.insert("token".into(), token);
             }
-            Arc::new(RestCatalogBuilder::default().with_storage_factory(storage).load(CATALOG_NAME, props).await?)
+            Arc::new(
+                RestCatalogBuilder::default().with_storage_factory(storage).load(CATALOG_NAME, props).await?,
+            )
         }
         "sql" => {
             // pyiceberg takes SQLAlchemy's URL (sqlite:////abs/path), sqlx its own (sqlite:///abs/path).
@@ -43,9 +45,15 @@ pub async fn load_catalog(properties: &BTreeMap<String, String>) -> Result<Arc<d
             let uri = uri.replacen("sqlite:////", "sqlite:///", 1);
             props.insert("uri".into(), uri);
             props.insert(SQL_CATALOG_PROP_BIND_STYLE.into(), SqlBindStyle::QMark.to_string());
-            Arc::new(SqlCatalogBuilder::default().with_storage_factory(storage).load(CATALOG_NAME, props).await?)
+            Arc::new(
+                SqlCatalogBuilder::default().with_storage_factory(storage).load(CATALOG_NAME, props).await?,
+            )
         }
-        other => return Err(Failure::bad_input(format!("catalog type {other:?}: the Rust worker knows rest and sql"))),
+        other => {
+            return Err(Failure::bad_input(format!(
+                "catalog type {other:?}: the Rust worker knows rest and sql"
+            )));
+        }
     };
     Ok(catalog)
 }

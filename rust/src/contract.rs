@@ -146,7 +146,8 @@ pub struct Rendezvous {
 
 impl Rendezvous {
     pub fn arrive(&self) -> Result<(), Failure> {
-        let io_failure = |e: io::Error| Failure::write(format!("rendezvous {}: {e}", self.directory.display()));
+        let io_failure =
+            |e: io::Error| Failure::write(format!("rendezvous {}: {e}", self.directory.display()));
         fs::create_dir_all(&self.directory).map_err(io_failure)?;
         fs::write(self.directory.join(&self.name), b"").map_err(io_failure)?;
         let deadline = Instant::now() + Duration::from_secs_f64(self.timeout_s);

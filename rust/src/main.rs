@@ -95,7 +95,8 @@ fn main() {
     let mut result = WorkerResult { status: "ok", versions: versions(), ..Default::default() };
     let mut timer = StepTimer::default();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
+        let runtime =
+            tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
         runtime.block_on(run(&spec, &mut result, &mut timer))
     }));
     let failure = match outcome {
@@ -119,7 +120,10 @@ fn main() {
     result.step_latencies_s = timer.steps;
     result.commit_latencies_s = timer.commits;
     result.peak_rss_bytes = peak_rss_bytes();
-    if let Err(error) = write_whole(Path::new(&spec.result_path), &serde_json::to_string(&result).expect("a result serialises")) {
+    if let Err(error) = write_whole(
+        Path::new(&spec.result_path),
+        &serde_json::to_string(&result).expect("a result serialises"),
+    ) {
         eprintln!("icebench-rust-worker: cannot write {}: {error}", spec.result_path.display());
         std::process::exit(1);
     }

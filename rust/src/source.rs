@@ -45,8 +45,9 @@ impl ParquetSource {
         let manifest_path = directory.join("manifest.json");
         let text = std::fs::read_to_string(&manifest_path)
             .map_err(|e| Failure::bad_input(format!("no manifest: {}: {e}", manifest_path.display())))?;
-        let manifest: Manifest = serde_json::from_str(&text)
-            .map_err(|e| Failure::bad_input(format!("manifest {} is unreadable: {e}", manifest_path.display())))?;
+        let manifest: Manifest = serde_json::from_str(&text).map_err(|e| {
+            Failure::bad_input(format!("manifest {} is unreadable: {e}", manifest_path.display()))
+        })?;
         let paths: Vec<PathBuf> = manifest.files.iter().map(|f| directory.join(&f.name)).collect();
         let mut schema: Option<SchemaRef> = None;
         for path in &paths {
@@ -65,7 +66,14 @@ impl ParquetSource {
         }
         let rows = limit_rows.map_or(manifest.rows, |limit| limit.min(manifest.rows));
         let schema = schema.unwrap_or_else(|| Arc::new(Schema::empty()));
-        Ok(Self { directory: directory.to_path_buf(), paths, rows, manifest_rows: manifest.rows, batch_rows, schema })
+        Ok(Self {
+            directory: directory.to_path_buf(),
+            paths,
+            rows,
+            manifest_rows: manifest.rows,
+            batch_rows,
+            schema,
+        })
     }
 
     pub fn batch_count(&self) -> usize {
@@ -79,7 +87,15 @@ impl ParquetSource {
 
     /// Batches of exactly `batch_rows` rows (the last may be shorter), across file borders.
     pub fn batches(&self) -> impl Iterator<Item = Result<RecordBatch, Failure>> + '_ {
-        Batches { source: self, file: 0, open: None, row_group: 0, pending: Vec::new(), pending_rows: 0, remaining: self.rows }
+        Batches {
+            source: self,
+            file: 0,
+            open: None,
+            row_group: 0,
+            pending: Vec::new(),
+            pending_rows: 0,
+            remaining: self.rows,
+        }
     }
 }
 
@@ -103,7 +119,8 @@ impl Batches<'_> {
             };
             if self.open.is_none() {
                 let opened = File::open(path).map_err(|e| unreadable(&e)).and_then(|file| {
-                    let metadata = ArrowReaderMetadata::load(&file, Default::default()).map_err(|e| unreadable(&e))?;
+                    let metadata =
+                        ArrowReaderMetadata::load(&file, Default::default()).map_err(|e| unreadable(&e))?;
                     Ok((file, metadata))
                 });
                 match opened {
@@ -126,7 +143,9 @@ impl Batches<'_> {
                     .map_err(|e| unreadable(&e))
             });
             self.row_group += 1;
-            return Some(reader.and_then(|reader| reader.map(|batch| batch.map_err(|e| unreadable(&e))).collect()));
+            return Some(
+                reader.and_then(|reader| reader.map(|batch| batch.map_err(|e| unreadable(&e))).collect()),
+            );
         }
         None
     }
@@ -174,7 +193,11 @@ fn read_schema(path: &Path) -> Result<SchemaRef, Failure> {
         Failure::bad_input(format!("source file {} listed in manifest.json is missing: {e}", path.display()))
     })?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| {
-        Failure::bad_input(format!("source file {} is not a readable parquet file: {}", path.display(), one_line(&e)))
+        Failure::bad_input(format!(
+            "source file {} is not a readable parquet file: {}",
+            path.display(),
+            one_line(&e)
+        ))
     })?;
     let schema = builder.schema().as_ref().clone().with_metadata(Default::default());
     Ok(Arc::new(schema))
@@ -182,7 +205,11 @@ fn read_schema(path: &Path) -> Result<SchemaRef, Failure> {
 
 fn same_fields(expected: &Schema, found: &Schema) -> bool {
     expected.fields().len() == found.fields().len()
-        && expected.fields().iter().zip(found.fields()).all(|(a, b)| a.name() == b.name() && a.data_type() == b.data_type())
+        && expected
+            .fields()
+            .iter()
+            .zip(found.fields())
+            .all(|(a, b)| a.name() == b.name() && a.data_type() == b.data_type())
 }
 
 /// The type as the table's Iceberg type sees it: Arrow's large and view layouts alike, a
@@ -192,11 +219,15 @@ pub fn iceberg_view(data_type: &DataType) -> String {
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "string".into(),
         DataType::Binary | DataType::LargeBinary | DataType::BinaryView => "binary".into(),
         DataType::Timestamp(unit, zone) => format!("timestamp[{unit:?}, utc={}]", zone.is_some()),
-        DataType::List(item) | DataType::LargeList(item) | DataType::ListView(item) | DataType::LargeListView(item) => {
+        DataType::List(item)
+        | DataType::LargeList(item)
+        | DataType::ListView(item)
+        | DataType::LargeListView(item) => {
             format!("list<{}>", iceberg_view(item.data_type()))
         }
         DataType::Struct(fields) => {
-            let inner: Vec<String> = fields.iter().map(|f| format!("{}: {}", f.name(), iceberg_view(f.data_type()))).collect();
+            let inner: Vec<String> =
+                fields.iter().map(|f| format!("{}: {}", f.name(), iceberg_view(f.data_type()))).collect();
             format!("struct<{}>", inner.join(", "))
         }
         DataType::Map(entries, _) => match entries.data_type() {

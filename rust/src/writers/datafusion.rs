@@ -40,7 +40,8 @@ pub async fn append(job: Job, timer: &mut StepTimer) -> Result<(), Failure> {
         .collect();
     let identifier = table.identifier();
     let namespace: Vec<String> = identifier.namespace().iter().map(|part| quoted(part)).collect();
-    let limit = if source.rows < source.manifest_rows { format!(" LIMIT {}", source.rows) } else { String::new() };
+    let limit =
+        if source.rows < source.manifest_rows { format!(" LIMIT {}", source.rows) } else { String::new() };
     let statement = format!(
         "INSERT INTO {}.{}.{} SELECT {} FROM icebench_source{limit}",
         quoted(CATALOG_NAME),
@@ -73,7 +74,6 @@ pub async fn append(job: Job, timer: &mut StepTimer) -> Result<(), Failure> {
     timer.commits.push(took - stamped);
     Ok(())
 }
-
 
 fn quoted(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))

@@ -70,7 +70,8 @@ pub async fn append(job: Job, timer: &mut StepTimer) -> Result<(), Failure> {
     let mut files = if partition_spec.is_unpartitioned() {
         Files::Unpartitioned(UnpartitionedWriter::new(builder))
     } else {
-        let splitter = RecordBatchPartitionSplitter::try_new_with_computed_values(schema.clone(), partition_spec)?;
+        let splitter =
+            RecordBatchPartitionSplitter::try_new_with_computed_values(schema.clone(), partition_spec)?;
         Files::Fanout(FanoutWriter::new(builder), splitter)
     };
     let mut fed = 0;
@@ -109,5 +110,6 @@ fn conform(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch, Failu
                 .map_err(|e| Failure::bad_input(format!("column {}: {e}", field.name()))),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    RecordBatch::try_new(target.clone(), columns).map_err(|e| Failure::bad_input(format!("source batch: {e}")))
+    RecordBatch::try_new(target.clone(), columns)
+        .map_err(|e| Failure::bad_input(format!("source batch: {e}")))
 }

@@ -26,6 +26,7 @@ type FileWriterBuilder =
     DataFileWriterBuilder<ParquetWriterBuilder, DefaultLocationGenerator, DefaultFileNameGenerator>;
 
 /// Unpartitioned tables get one rolling writer; partitioned ones a writer per partition value.
+#[allow(clippy::large_enum_variant, reason = "one value per run: a box would add a hop to each batch")]
 enum Files {
     Unpartitioned(UnpartitionedWriter<FileWriterBuilder>),
     Fanout(FanoutWriter<FileWriterBuilder>, RecordBatchPartitionSplitter),

@@ -3,6 +3,7 @@
 //! Python models'; fields this worker does not use are ignored, so the spec may grow.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -10,19 +11,75 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+/// harness.model.Operation: what a writer is asked to do with the source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Operation {
+    Append,
+    Replace,
+    Upsert,
+}
+
+/// harness.model.WorkerResult's status: how the run ended, as the worker saw it.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    #[default] // a result nobody declared ok is not ok (a KillNote's status)
+    Error,
+}
+
+/// harness.model.ErrorKind, the kinds this worker reports: "memory" is the harness's to say
+/// (an OOM kill is seen from outside the process).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    BadInput,
+    Write,
+}
+
+/// harness.model.KillPoint: where a fault scenario has the worker SIGKILL itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KillPoint {
+    DataFiles,
+    BeforeCommit,
+    AfterCommit,
+}
+
+/// The JSON spelling of a contract enum, for messages: serde's attributes are its one spelling.
+fn spelling(value: &impl Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(text)) => text,
+        other => format!("{other:?}"),
+    }
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&spelling(self))
+    }
+}
+
+impl fmt::Display for KillPoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&spelling(self))
+    }
+}
+
 #[derive(Debug, Deserialize)]
 pub struct WorkerSpec {
     pub catalog: BTreeMap<String, String>,
     pub table: String,
     pub writer: String,
-    pub operation: String,
+    pub operation: Operation,
     pub source_dir: PathBuf,
     pub batch_rows: usize,
     pub limit_rows: Option<usize>,
     pub started_marker: PathBuf,
     pub result_path: PathBuf,
     pub progress_path: Option<PathBuf>,
-    pub kill_at: Option<String>,
+    pub kill_at: Option<KillPoint>,
     pub kill_note_path: Option<PathBuf>,
     pub rendezvous: Option<Rendezvous>,
 }
@@ -30,9 +87,9 @@ pub struct WorkerSpec {
 /// What a run reports when it ends (harness.model.WorkerResult).
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct WorkerResult {
-    pub status: &'static str,
+    pub status: Status,
     pub error: Option<String>,
-    pub error_kind: Option<&'static str>,
+    pub error_kind: Option<ErrorKind>,
     pub step_latencies_s: Vec<f64>,
     pub commit_latencies_s: Vec<f64>,
     pub write_s: Option<f64>,
@@ -48,7 +105,7 @@ pub struct WorkerResult {
 pub struct KillNote {
     #[serde(flatten)]
     pub result: WorkerResult,
-    pub point: String,
+    pub point: KillPoint,
     pub how: &'static str,
     pub rows: usize,
     pub rows_fed: usize,
@@ -59,19 +116,19 @@ pub struct KillNote {
 /// A failure: its one line and its kind (harness.model.ErrorKind).
 #[derive(Debug)]
 pub struct Failure {
-    pub kind: &'static str,
+    pub kind: ErrorKind,
     pub message: String,
 }
 
 impl Failure {
     /// The source is at fault (missing, unreadable, not the table's schema): bad input.
     pub fn bad_input(message: impl Into<String>) -> Self {
-        Self { kind: "bad_input", message: message.into() }
+        Self { kind: ErrorKind::BadInput, message: message.into() }
     }
 
     /// The write failed: the writer's (or its catalog's, or the object store's) error.
     pub fn write(message: impl Into<String>) -> Self {
-        Self { kind: "write", message: message.into() }
+        Self { kind: ErrorKind::Write, message: message.into() }
     }
 }
 

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use iceberg::arrow::schema_to_arrow_schema;
 
-use crate::contract::{Failure, WorkerResult, WorkerSpec, peak_rss_bytes, write_whole};
+use crate::contract::{Failure, Status, WorkerResult, WorkerSpec, peak_rss_bytes, write_whole};
 use crate::timer::{KillPlan, StepTimer};
 use crate::writers::Job;
 
@@ -31,11 +31,7 @@ fn versions() -> BTreeMap<String, String> {
 }
 
 fn describe() -> String {
-    let mut operations: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for (writer, operation) in writers::OPERATIONS {
-        operations.entry(writer).or_default().push(operation);
-    }
-    serde_json::json!({"operations": operations, "versions": versions()}).to_string()
+    serde_json::json!({"operations": writers::operations(), "versions": versions()}).to_string()
 }
 
 async fn run(spec: &WorkerSpec, result: &mut WorkerResult, timer: &mut StepTimer) -> Result<(), Failure> {
@@ -47,7 +43,7 @@ async fn run(spec: &WorkerSpec, result: &mut WorkerResult, timer: &mut StepTimer
     result.batches = source.batch_count();
     if let (Some(point), Some(note_path)) = (&spec.kill_at, &spec.kill_note_path) {
         timer.kill = Some(KillPlan {
-            point: point.clone(),
+            point: *point,
             note_path: note_path.clone(),
             rows: source.rows,
             batches: result.batches,
@@ -64,7 +60,7 @@ async fn run(spec: &WorkerSpec, result: &mut WorkerResult, timer: &mut StepTimer
     let progress = contract::Progress::new(spec.progress_path.clone(), source.rows);
     let start = Instant::now();
     let job = Job { catalog, table, source, progress };
-    writers::perform(&spec.writer, &spec.operation, job, timer).await?;
+    writers::perform(&spec.writer, spec.operation, job, timer).await?;
     result.write_s = Some(start.elapsed().as_secs_f64());
     result.kill_missed = timer.missed();
     Ok(())
@@ -92,7 +88,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let mut result = WorkerResult { status: "ok", versions: versions(), ..Default::default() };
+    let mut result = WorkerResult { status: Status::Ok, versions: versions(), ..Default::default() };
     let mut timer = StepTimer::default();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let runtime =
@@ -113,7 +109,7 @@ fn main() {
     };
     if let Some(failure) = failure {
         eprintln!("icebench-rust-worker: {}", failure.message);
-        result.status = "error";
+        result.status = Status::Error;
         result.error = Some(failure.message);
         result.error_kind = Some(failure.kind);
     }

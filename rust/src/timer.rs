@@ -5,10 +5,10 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::contract::{KillNote, WorkerResult, peak_rss_bytes, write_whole};
+use crate::contract::{KillNote, KillPoint, Status, WorkerResult, peak_rss_bytes, write_whole};
 
 pub struct KillPlan {
-    pub point: String,
+    pub point: KillPoint,
     pub note_path: PathBuf,
     pub rows: usize,
     pub batches: usize,
@@ -29,12 +29,12 @@ impl StepTimer {
     /// A batch is written: its step, then the data-files kill point.
     pub fn step_done(&mut self, started: Instant, fed: usize) {
         self.steps.push(started.elapsed().as_secs_f64());
-        self.reached("data-files", fed);
+        self.reached(KillPoint::DataFiles, fed);
     }
 
     /// The commit is about to start: the before-commit kill point.
     pub fn before_commit(&mut self, fed: usize) {
-        self.reached("before-commit", fed);
+        self.reached(KillPoint::BeforeCommit, fed);
     }
 
     /// A commit returned with `snapshot_id`; once every row is fed it completed the operation.
@@ -45,29 +45,29 @@ impl StepTimer {
             plan.committed_snapshot_id = snapshot_id;
         }
         if fed == rows {
-            self.reached("after-commit", fed);
+            self.reached(KillPoint::AfterCommit, fed);
         }
     }
 
     /// Why the write ended without reaching the kill point asked for.
     pub fn missed(&self) -> Option<String> {
         let plan = self.kill.as_ref()?;
-        let what = match plan.point.as_str() {
-            "data-files" => "reported no step through the timer",
-            "before-commit" => "never entered timer.commit()",
-            _ => "had no timer.commit() return after it had been fed every row",
+        let what = match plan.point {
+            KillPoint::DataFiles => "reported no step through the timer",
+            KillPoint::BeforeCommit => "never entered timer.commit()",
+            KillPoint::AfterCommit => "had no timer.commit() return after it had been fed every row",
         };
         Some(format!("kill point {} never reached: the writer {what}; the write ran to its end", plan.point))
     }
 
-    fn reached(&self, point: &str, fed: usize) {
+    fn reached(&self, point: KillPoint, fed: usize) {
         let Some(plan) = &self.kill else { return };
         if plan.point != point {
             return;
         }
         let note = KillNote {
             result: WorkerResult {
-                status: "error",
+                status: Status::Error,
                 step_latencies_s: self.steps.clone(),
                 commit_latencies_s: self.commits.clone(),
                 batches: plan.batches,
@@ -75,7 +75,7 @@ impl StepTimer {
                 versions: plan.versions.clone(),
                 ..Default::default()
             },
-            point: plan.point.clone(),
+            point: plan.point,
             how: "SIGKILL",
             rows: plan.rows,
             rows_fed: fed,

@@ -10,12 +10,17 @@ use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 use iceberg::arrow::schema_to_arrow_schema;
 use iceberg_datafusion::IcebergCatalogProvider;
 
-use super::Job;
+use super::{Job, Writer};
 use crate::catalog::CATALOG_NAME;
-use crate::contract::Failure;
+use crate::contract::{Failure, Operation};
 use crate::timer::StepTimer;
 
-pub async fn append(job: Job, timer: &mut StepTimer) -> Result<(), Failure> {
+pub const WRITER: Writer = Writer {
+    name: "iceberg-rust-datafusion",
+    operations: &[(Operation::Append, |job, timer| Box::pin(append(job, timer)))],
+};
+
+async fn append(job: Job, timer: &mut StepTimer) -> Result<(), Failure> {
     let Job { catalog, table, source, mut progress } = job;
     let mut config = SessionConfig::new().with_batch_size(source.batch_rows);
     if source.rows < source.manifest_rows {

@@ -18,8 +18,8 @@ use iceberg::writer::partitioning::PartitioningWriter;
 use iceberg::writer::partitioning::fanout_writer::FanoutWriter;
 use iceberg::writer::partitioning::unpartitioned_writer::UnpartitionedWriter;
 
-use super::Job;
-use crate::contract::Failure;
+use super::{Job, Writer};
+use crate::contract::{Failure, Operation};
 use crate::timer::StepTimer;
 
 type FileWriterBuilder =
@@ -53,7 +53,12 @@ impl Files {
     }
 }
 
-pub async fn append(job: Job, timer: &mut StepTimer) -> Result<(), Failure> {
+pub const WRITER: Writer = Writer {
+    name: "iceberg-rust",
+    operations: &[(Operation::Append, |job, timer| Box::pin(append(job, timer)))],
+};
+
+async fn append(job: Job, timer: &mut StepTimer) -> Result<(), Failure> {
     let Job { catalog, table, source, mut progress } = job;
     let metadata = table.metadata();
     let schema = metadata.current_schema().clone();

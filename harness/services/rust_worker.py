@@ -3,7 +3,8 @@ outside the repository and kept there under a digest of its sources, so a fresh 
 unchanged sources builds nothing. `--iceberg-rust VERSION` builds a copy of `rust/` with the
 iceberg crates pinned at VERSION, once, beside it.
 
-`python -m harness.services.rust_worker build [VERSION]` is what `make rust-worker` runs.
+`python -m harness.services.rust_worker build [VERSION]` is what `make rust-worker` runs, `... target-dir`
+prints the cargo target folder it builds in (`make lint-rust` checks there too).
 """
 
 from __future__ import annotations
@@ -36,6 +37,12 @@ def build_cache() -> Path:
     """icebench's build cache outside the repository (the images' and the Rust worker's): where
     cargo's target folder, the variants' sources and the built binaries go."""
     return Path(os.environ.get(CACHE_VARIABLE) or Path.home() / ".cache" / "icebench")
+
+
+def target_dir() -> Path:
+    """cargo's target folder: every build of the worker's, and `make lint-rust`'s clippy (there it
+    reuses the build's build scripts and proc-macros)."""
+    return build_cache() / "rust-target"
 
 
 def pinned_version() -> str:
@@ -93,7 +100,7 @@ def build(version: str | None = None) -> tuple[Path, float]:
     project = RUST_DIR if version is None else _variant_project(version)
     # One target folder for every release: a variant rebuilds the iceberg crates and the worker,
     # not the ~500 crates they share (a lock keeps two harnesses from swapping binaries).
-    target = build_cache() / "rust-target"
+    target = target_dir()
     command = ["cargo", "build", "--release", "--manifest-path", str(project / "Cargo.toml")]
     command += ["--locked"] if version is None else []
     environment = {**os.environ, "CARGO_TARGET_DIR": str(target)}
@@ -141,8 +148,11 @@ def describe(binary: Path) -> dict[str, dict[str, object]]:
 
 
 def main(arguments: list[str]) -> None:
+    if arguments == ["target-dir"]:
+        print(target_dir())
+        return
     if not arguments or arguments[0] != "build":
-        sys.exit("usage: python -m harness.services.rust_worker build [ICEBERG_RUST_VERSION]")
+        sys.exit("usage: python -m harness.services.rust_worker build [ICEBERG_RUST_VERSION] | target-dir")
     version = arguments[1] if len(arguments) > 1 and arguments[1] else None
     try:
         path, seconds = build(version)

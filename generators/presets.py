@@ -7,6 +7,12 @@ from typing import Literal
 
 from harness.base.errors import close_match
 
+# A base set's bounds (generate's flags): keys are int64, with room above a set for the others' blocks.
+MAX_ROWS = 2**40
+MAX_COLUMNS = 10_000
+MAX_FILES = 100_000
+MAX_FIRST_KEY = 2**62
+
 
 @dataclass(frozen=True)
 class Preset:

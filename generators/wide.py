@@ -22,6 +22,7 @@ from generators.manifest import (
     schema_fields,
 )
 from generators.parallel import Progress, report_progress, run_tasks
+from generators.presets import MAX_COLUMNS, MAX_FILES, MAX_FIRST_KEY, MAX_ROWS
 from generators.schema import (
     COLUMN_TYPES,
     EVOLVED_COLUMN,
@@ -32,11 +33,6 @@ from generators.schema import (
 )
 
 ROW_GROUP_VALUE_BYTES = 48 * 2**20
-# A base set's bounds (generate's flags): keys are int64, with room above a set for the others' blocks.
-MAX_ROWS = 2**40
-MAX_COLUMNS = 10_000
-MAX_FILES = 100_000
-MAX_FIRST_KEY = 2**62
 NULL_FRACTION = 0.1
 BOOL_NULL_FRACTION = 0.02
 STRING_POOL_SIZE = 4096

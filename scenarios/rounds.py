@@ -20,14 +20,9 @@ from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.table import Table
 
 from generators.datasets import round_changes, round_set
-from harness.model import PLAIN_LAYOUT, Expectation, KeyRanges, Operation, TableLayout
+from harness.model import PLAIN_LAYOUT, ROUND_PHASES, Expectation, KeyRanges, Operation, TableLayout
 from scenarios.base import DataSets, Scenario, expect_both, expect_empty, expect_set, expect_upserted
 
-PHASES: dict[str, Operation] = {
-    "append": Operation.APPEND,
-    "upsert": Operation.UPSERT,
-    "replace": Operation.REPLACE,
-}
 TABLE_NAME = "rounds"
 
 # What of round N the table holds: its set, its set with its change set applied, or (an upsert on
@@ -97,7 +92,7 @@ class RoundPhase(Scenario):
     def __init__(self, phase: str, round_number: int, table: RoundsTable) -> None:
         self.phase = phase
         self.round_number = round_number
-        self.operation = PHASES[phase]  # the class's default, made this phase's
+        self.operation = ROUND_PHASES[phase]  # the class's default, made this phase's
         self.source_set = round_changes(round_number) if phase == "upsert" else round_set(round_number)
         self.before = table
 

@@ -8,7 +8,7 @@ import pytest
 
 from generators.manifest import DatasetManifest, file_entry
 from harness.base.results import read_runs
-from harness.cli import main
+from harness.cli.main import main
 
 
 def run_cli(capsys, settings, *args: str) -> tuple[int, str]:

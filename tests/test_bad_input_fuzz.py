@@ -13,8 +13,14 @@ from pathlib import Path
 import pytest
 from test_error_contract import a_record
 
-import harness.cli as cli
+import harness.cli.main as cli
+import reports.baseline as baseline
+import reports.screenshot as screenshot
+from generators import changes, wide
 from harness.base.results import ResultsStore
+from harness.cli import session
+from harness.cli.flags import VERSIONED_LIBRARIES
+from harness.engines import spark_generate
 from harness.model import Environment
 from harness.services import cleanup
 
@@ -40,7 +46,7 @@ VALID: dict[tuple[str, str], dict[str, str]] = {
     **{
         (command, f"--{library}"): {"0": VERSION, HUGE: VERSION}
         for command in RUNNING
-        for library in cli.VERSIONED_LIBRARIES
+        for library in VERSIONED_LIBRARIES
     },
 }
 
@@ -129,8 +135,14 @@ def command_line(command: str, places: dict[str, Path], argument: str | None, va
 @pytest.fixture
 def stopped(monkeypatch, tmp_path, cli_settings) -> Path:
     """Real work replaced by Reached; traceback files go to a folder of the test's own."""
-    for name in ("_session", "generate_base", "generate_changes", "generate_base_on_spark", "screenshot"):
-        monkeypatch.setattr(cli, name, _stop)
+    for module, name in (
+        (session, "session"),
+        (wide, "generate_base"),
+        (changes, "generate_changes"),
+        (spark_generate, "generate_base_on_spark"),
+        (screenshot, "screenshot"),
+    ):  # the commands import them as they run: patched where they live
+        monkeypatch.setattr(module, name, _stop)
     monkeypatch.setattr(cleanup, "remove", _stop)
     monkeypatch.setattr(cli, "build_parser", PARSER)  # parsing leaves a parser as it was: build it once
     monkeypatch.chdir(tmp_path)
@@ -152,7 +164,7 @@ def test_every_command_line_used_is_valid(capsys, places, stopped):
 
 def test_the_values_excused_are_taken(capsys, places, stopped, monkeypatch):
     """The table of valid values holds no bad value in disguise."""
-    monkeypatch.setattr(cli, "save_baseline", _stop)  # it would make the missing folder
+    monkeypatch.setattr(baseline, "save_baseline", _stop)  # it would make the missing folder
     for (command, argument), valid in VALID.items():
         for value in valid:
             try:

@@ -16,7 +16,7 @@ from generators.manifest import MANIFEST_FILE, DatasetManifest, ManifestError
 from generators.presets import get_preset
 from harness.base.errors import IcebenchWarning, SourceError
 from harness.base.results import read_runs
-from harness.cli import main
+from harness.cli.main import main
 from reports.baseline import newest_results_folder
 
 TINY = get_preset("tiny")

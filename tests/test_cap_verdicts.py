@@ -4,7 +4,7 @@ smallest cap each pair survives; both read back from the records alone."""
 import pytest
 from rich.console import Console
 
-from harness import cli
+from harness.cli import main as cli
 from harness.base.caps import cgroup_parent
 from harness.base.results import read_runs
 from harness.model import RunRecord, Verdict

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.base.settings import load_settings
-from harness.cli import main
+from harness.cli.main import main
 from harness.services import cleanup
 
 

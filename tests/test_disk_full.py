@@ -14,7 +14,7 @@ import pytest
 
 from harness.base import results
 from harness.base.results import read_runs, write_whole
-from harness.cli import main
+from harness.cli.main import main
 from harness.run import runner
 from harness.run.runner import Runner
 

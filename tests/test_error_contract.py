@@ -10,7 +10,8 @@ from harness.base.errors import IcebenchError, IcebenchWarning
 from harness.base.redaction import redact
 from harness.base.results import ResultsStore, read_runs
 from harness.base.settings import load_settings
-from harness.cli import _check_memory_within_box, main
+from harness.cli.flags import check_memory_within_box as _check_memory_within_box
+from harness.cli.main import main
 from harness.model import Environment, RunRecord
 
 

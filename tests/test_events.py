@@ -22,7 +22,7 @@ from generators.events import (
 from generators.manifest import DatasetManifest
 from generators.presets import get_preset
 from harness.base.results import read_runs
-from harness.cli import main
+from harness.cli.main import main
 
 ROWS = 3_000
 

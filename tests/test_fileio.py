@@ -4,7 +4,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.engines.fileio import OpenDalFileIO
 from harness.run.runner import Runner, RunPlan
 from harness.services.envs import Variant

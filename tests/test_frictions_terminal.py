@@ -7,7 +7,7 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
-from harness import cli
+from harness.cli import main as cli
 from harness.base.results import ResultsStore
 from harness.engines.writers import writers
 from harness.model import Check, RunRecord, Verdict, metrics

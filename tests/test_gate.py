@@ -6,7 +6,7 @@ import pytest
 
 from harness.base.errors import IcebenchError
 from harness.base.results import ResultsStore
-from harness.cli import main
+from harness.cli.main import main
 from harness.model import Check, RunRecord, Verdict
 from reports.baseline import build_baseline, load_baseline, save_baseline
 from reports.compare import compare, comparison_markdown

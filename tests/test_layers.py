@@ -1,10 +1,13 @@
-"""The contract layer stays at the bottom: harness/model.py imports nothing of the project, and
-reading results (harness.base.results) loads neither pyiceberg nor Spark nor the scenarios."""
+"""The folders are the layers: a file's layer is its folder, it imports only its own layer and
+those below, no import circle anywhere (inside a layer either), only the CLI prints; the contract
+layer stays at the bottom, and reading results loads neither pyiceberg nor Spark nor the scenarios."""
 
 import ast
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 PROJECT_PACKAGES = ("harness", "scenarios", "generators", "reports")
@@ -21,16 +24,18 @@ def project_imports(path: Path) -> list[str]:
     return found
 
 
-def test_the_contract_layer_imports_nothing_of_the_project():
-    assert project_imports(REPO / "harness" / "model.py") == []
+def test_the_contract_layer_imports_nothing_but_itself():
+    for path in (REPO / "harness" / "model").rglob("*.py"):
+        assert all(name.startswith("harness.model") for name in project_imports(path)), path
 
 
 def test_the_layer_check_fires_on_an_upward_import(tmp_path):
     upward = tmp_path / "model.py"
     upward.write_text(
-        (REPO / "harness" / "model.py").read_text() + "\nfrom harness.judge.oracle import judge\n"
+        (REPO / "harness" / "model" / "__init__.py").read_text()
+        + "\nfrom harness.judge.oracle import judge\n"
     )
-    assert project_imports(upward) == ["harness.judge.oracle"]
+    assert "harness.judge.oracle" in project_imports(upward)
 
 
 def test_reading_results_loads_no_engine():
@@ -58,31 +63,21 @@ def test_a_worker_loads_no_checksum_kernel():
         assert f"'{heavy}'" not in loaded, heavy
 
 
-# The layers, bottom up: module prefixes, and the layers each may import besides its own.
-LAYERS: dict[str, tuple[str, ...]] = {
-    "model": ("harness.model",),
-    "base": ("harness.base",),
-    "data": ("generators",),
-    "services": ("harness.services",),
-    "engines": ("harness.engines",),
-    "judge": ("harness.judge",),
-    "scenarios": ("scenarios",),
-    "run": ("harness.run",),
-    "report": ("reports",),
-    "cli": ("harness.cli", "harness.entry"),
-}
+# The layers, bottom up, each a folder: harness/<layer>/, or a top-level package of the project;
+# and the layers each may import besides its own.
 MAY_IMPORT: dict[str, set[str]] = {
     "model": set(),
     "base": {"model"},
-    "data": {"model", "base"},
+    "generators": {"model", "base"},
     "services": {"model", "base"},
-    "engines": {"model", "base", "data", "services"},
-    "judge": {"model", "base", "data", "services", "engines"},
-    "scenarios": {"model", "base", "data", "services", "engines", "judge"},
-    "run": {"model", "base", "data", "services", "engines", "judge", "scenarios"},
-    "report": {"model", "base"},  # reads results; never runs, judges or loads an engine
-    "cli": set(LAYERS),
+    "engines": {"model", "base", "generators", "services"},
+    "judge": {"model", "base", "generators", "services", "engines"},
+    "scenarios": {"model", "base", "generators", "services", "engines", "judge"},
+    "run": {"model", "base", "generators", "services", "engines", "judge", "scenarios"},
+    "reports": {"model", "base"},  # reads results; never runs, judges or loads an engine
+    "cli": {"model", "base", "generators", "services", "engines", "judge", "scenarios", "run", "reports"},
 }
+LAYERS = tuple(MAY_IMPORT)
 # print() outside the CLI, each with its reason: everything else hands the CLI its words.
 MAY_PRINT = {
     "harness/engines/child_read.py": "a reading program's answer to its parent (spark_read, pyiceberg_read)",
@@ -91,15 +86,17 @@ MAY_PRINT = {
 }
 
 
-def layer_of(module: str) -> str:
-    matches = [
-        (len(prefix), layer)
-        for layer, prefixes in LAYERS.items()
-        for prefix in prefixes
-        if module == prefix or module.startswith(f"{prefix}.")
-    ]
-    assert matches, f"{module} is in no layer: add it to LAYERS"
-    return max(matches)[1]
+def layer_of(path: Path, root: Path = REPO) -> str:
+    """A file's layer is its folder: harness/<layer>/..., or <layer>/... at the top."""
+    parts = path.relative_to(root).parts
+    layer = parts[1] if parts[0] == "harness" and len(parts) > 2 else parts[0]
+    assert layer in LAYERS, f"{path.relative_to(root)} is in no layer's folder ({', '.join(LAYERS)})"
+    return layer
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def project_modules() -> dict[str, Path]:
@@ -107,19 +104,20 @@ def project_modules() -> dict[str, Path]:
     modules = {}
     for package in PROJECT_PACKAGES:
         for path in (REPO / package).rglob("*.py"):
-            parts = path.relative_to(REPO).with_suffix("").parts
-            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            name = module_name(path)
             if name not in PROJECT_PACKAGES or project_imports(path):
                 modules[name] = path
     return modules
 
 
-def layer_violations(modules: dict[str, Path]) -> list[str]:
+def layer_violations(modules: dict[str, Path], root: Path = REPO) -> list[str]:
     violations = []
+    everything = project_modules()
     for module, path in sorted(modules.items()):
-        layer = layer_of(module)
+        layer = layer_of(path, root)
         for imported in project_imports(path):
-            target = layer_of(imported)
+            name = resolved(imported, everything)  # a package's empty root is its folder, the layer
+            target = layer_of(everything[name]) if name in everything else name.split(".")[0]
             if target != layer and target not in MAY_IMPORT[layer]:
                 violations.append(f"{module} ({layer}) imports {imported} ({target})")
     return violations
@@ -130,15 +128,17 @@ def test_every_module_imports_only_its_own_layer_and_those_below():
 
 
 def test_an_upward_import_is_a_violation(tmp_path):
-    oracle = tmp_path / "oracle.py"
-    oracle.write_text(
-        (REPO / "harness" / "judge" / "oracle.py").read_text() + "\nfrom harness.run.runner import Runner\n"
-    )
-    reports = tmp_path / "summary.py"
-    reports.write_text((REPO / "reports" / "summary.py").read_text() + "\nimport harness.engines.writers\n")
-    assert layer_violations({"harness.judge.oracle": oracle, "reports.summary": reports}) == [
+    oracle = tmp_path / "harness" / "judge" / "oracle.py"
+    summary = tmp_path / "reports" / "summary.py"
+    for planted, original, line in (
+        (oracle, REPO / "harness" / "judge" / "oracle.py", "from harness.run.runner import Runner"),
+        (summary, REPO / "reports" / "summary.py", "import harness.engines.writers"),
+    ):
+        planted.parent.mkdir(parents=True)
+        planted.write_text(f"{original.read_text()}\n{line}\n")
+    assert layer_violations({"harness.judge.oracle": oracle, "reports.summary": summary}, tmp_path) == [
         "harness.judge.oracle (judge) imports harness.run.runner (run)",
-        "reports.summary (report) imports harness.engines.writers (engines)",
+        "reports.summary (reports) imports harness.engines.writers (engines)",
     ]
 
 
@@ -157,7 +157,7 @@ def test_only_the_cli_prints():
     printing = {
         str(path.relative_to(REPO)): lines
         for module, path in project_modules().items()
-        if layer_of(module) != "cli" and (lines := printing_calls(path))
+        if layer_of(path) != "cli" and (lines := printing_calls(path))
     }
     assert set(printing) <= set(MAY_PRINT), printing
 
@@ -166,3 +166,85 @@ def test_a_print_below_the_cli_is_caught(tmp_path):
     runner = tmp_path / "runner.py"
     runner.write_text("def warn_user(text: str) -> None:\n    print(text)\n")
     assert printing_calls(runner) == [2]
+
+
+def resolved(imported: str, modules: dict[str, Path]) -> str:
+    """`from a.b import c` names module a.b.c when there is one, else a.b's name c."""
+    while imported not in modules and "." in imported:
+        imported = imported.rsplit(".", 1)[0]
+    return imported
+
+
+def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """module -> the project modules it imports: anywhere in it, annotations-only ones too."""
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        names = []
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names += [f"{node.module}.{alias.name}" for alias in node.names]
+        found = {resolved(name, modules) for name in names if name.split(".")[0] in PROJECT_PACKAGES}
+        graph[module] = {name for name in found if name in modules and name != module}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles: each strongly connected group of two or more modules (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for imported in graph[module]:
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_import_circle_anywhere():
+    """Not across layers (the layers forbid it) and not inside one."""
+    assert circles(import_graph(project_modules())) == []
+
+
+def test_a_circle_inside_a_layer_is_caught(tmp_path):
+    matrix = tmp_path / "matrix.py"
+    matrix.write_text((REPO / "harness" / "run" / "matrix.py").read_text())
+    find_cap = tmp_path / "find_cap.py"
+    find_cap.write_text(
+        (REPO / "harness" / "run" / "find_cap.py").read_text()
+        + "\nfrom harness.run.matrix import run_matrix\n"
+    )
+    modules = {**project_modules(), "harness.run.find_cap": find_cap}
+    assert ["harness.run.find_cap", "harness.run.matrix"] in [
+        [name for name in group if name in ("harness.run.find_cap", "harness.run.matrix")]
+        for group in circles(import_graph(modules))
+    ]
+
+
+def test_a_file_outside_its_layers_folder_is_caught():
+    for stray in ("harness/stray.py", "harness/widgets/part.py", "tools/helper.py"):
+        with pytest.raises(AssertionError, match="is in no layer's folder"):
+            layer_of(REPO / stray)
+    assert layer_of(REPO / "harness" / "cli" / "commands" / "run.py") == "cli"
+    assert layer_of(REPO / "generators" / "wide.py") == "generators"

@@ -21,9 +21,9 @@ from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import NestedField, UUIDType
 
 from harness.base.errors import IcebenchError
-from harness.base.layout import parse_layout, parse_partition, parse_property, parse_sort
+from harness.base.layout_text import parse_layout, parse_partition, parse_property, parse_sort
 from harness.base.results import read_runs
-from harness.cli import main
+from harness.cli.main import main
 from harness.judge.oracle import capture_state, judge
 from harness.judge.partitions import PARTITION_CHECK, _bounded
 from harness.judge.readback import FileFacts

@@ -14,7 +14,7 @@ import harness.model
 from harness.base.errors import IcebenchError
 from harness.base.registry import source_hash
 from harness.base.results import CHECKOUT, ResultsStore, environment, git_state, read_runs
-from harness.cli import main
+from harness.cli.main import main
 from harness.engines.writers import get_writer
 from harness.model import RESULTS_SCHEMA_VERSION, Gate, Metric, run_key
 from harness.run.matrix import MatrixConfig

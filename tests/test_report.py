@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.base.results import read_runs
-from harness.cli import main
+from harness.cli.main import main
 from reports.baseline import build_baseline, newest_results_folder
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -6,7 +6,7 @@ import pytest
 
 from harness.base.errors import IcebenchError
 from harness.base.results import ResultsStore, read_runs
-from harness.cli import main
+from harness.cli.main import main
 from harness.judge.oracle import capture_state, judge, replaced_files_deleted_check
 from harness.model import Expectation
 from harness.run.rounds import RoundsConfig, run_rounds

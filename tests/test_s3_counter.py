@@ -9,7 +9,7 @@ import pytest
 from botocore.config import Config as BotoConfig
 
 from harness.base.results import read_runs
-from harness.cli import main
+from harness.cli.main import main
 from harness.services.object_store import S3Endpoint, SeaweedS3Server
 from harness.services.s3_counter import COUNTER_BINARY, Counter, counting, traffic_between
 from reports.baseline import newest_results_folder

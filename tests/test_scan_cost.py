@@ -21,7 +21,7 @@ from generators.keys import KeySpace
 from generators.schema import KEY_COLUMN
 from harness.base.results import ResultsStore, read_report
 from harness.base.settings import load_settings
-from harness.cli import build_parser
+from harness.cli.main import build_parser
 from harness.engines.spark import missing_jars
 from harness.judge.readback import _Clock, _prefetched, _read_ahead, _timed, read_content
 from harness.judge.scan_cost import (

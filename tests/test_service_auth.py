@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 from pyarrow.fs import FileSelector
 from pyiceberg.exceptions import UnauthorizedError
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.run.runner import Runner
 from harness.services.object_store import S3Endpoint, SeaweedS3Server
 from harness.services.stacks.base import CATALOG_TOKEN_VARIABLE

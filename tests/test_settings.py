@@ -2,19 +2,20 @@ import pytest
 
 from harness.base.errors import IcebenchError
 from harness.base.settings import Settings, check_environment, load_settings
-from harness.cli import main
+from harness.cli.main import main
 from harness.engines.spark import SparkOptions
 
 
 def test_precedence_defaults_file_environment_flags(tmp_path, monkeypatch):
     config = tmp_path / "icebench.toml"
     config.write_text('[settings]\nmemory = "1g"\nbatch_rows = 500\nseed = 7\n')
-    assert load_settings(None).memory == "2g"
+    # sizes are read once into bytes, wherever they come from
+    assert load_settings(None).memory == 2 * 2**30
     from_file = load_settings(config)
-    assert (from_file.memory, from_file.batch_rows, from_file.seed) == ("1g", 500, 7)
+    assert (from_file.memory, from_file.batch_rows, from_file.seed) == (2**30, 500, 7)
     monkeypatch.setenv("ICEBENCH_MEMORY", "3g")
-    assert load_settings(config).memory == "3g"
-    assert load_settings(config, memory="4g", batch_rows=None).memory == "4g"
+    assert load_settings(config).memory == 3 * 2**30
+    assert load_settings(config, memory="4g", batch_rows=None).memory == 4 * 2**30
     assert load_settings(config, memory="4g", batch_rows=None).batch_rows == 500
 
 

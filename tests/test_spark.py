@@ -12,7 +12,7 @@ import pytest
 
 from generators.checksum import Checksum
 from harness.base.results import ResultsStore
-from harness.cli import main
+from harness.cli.main import main
 from harness.engines.spark import missing_jars, spark_supports
 from harness.judge.oracle import engines_agree
 from harness.run.runner import Runner, RunPlan

@@ -8,7 +8,7 @@ import pytest
 
 from harness.base.errors import IcebenchError
 from harness.base.results import read_runs
-from harness.cli import main
+from harness.cli.main import main
 from harness.engines.spark import JARS_ROOT, missing_jars, spark_line
 from reports.baseline import newest_results_folder
 

@@ -9,7 +9,7 @@ from matplotlib.colors import to_hex
 from matplotlib.image import imread
 from rich.console import Console
 
-from harness import cli
+from harness.cli import main as cli
 from harness.base.caps import cgroup_parent
 from harness.base.errors import IcebenchError
 from harness.base.results import ResultsStore

@@ -9,7 +9,7 @@ from pyiceberg.catalog.sql import SqlCatalog
 from generators.checksum import Checksum
 from harness.base.errors import IcebenchError
 from harness.base.registry import discover
-from harness.cli import main
+from harness.cli.main import main
 from harness.engines.spark import SparkOptions
 from harness.engines.verifiers import (
     PRIMARY,

@@ -6,7 +6,7 @@ import pytest
 
 from harness.base.errors import IcebenchError
 from harness.base.results import ResultsStore, read_runs
-from harness.cli import main
+from harness.cli.main import main
 from harness.engines.writers import writers
 from harness.engines.writers.pyiceberg_table import PyicebergTable
 from harness.run.runner import Runner, RunPlan

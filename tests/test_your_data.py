@@ -19,7 +19,7 @@ from generators.keys import KEY_SPACE_FILE, KeySpace
 from generators.your_data import SOURCES_FOLDER, source_files, your_data
 from harness.base.errors import SourceError
 from harness.base.results import read_runs
-from harness.cli import main
+from harness.cli.main import main
 from harness.judge.readback import read_content
 from scenarios.base import expect_prefix
 

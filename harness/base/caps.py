@@ -17,8 +17,10 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import psutil
+from pydantic import BeforeValidator
 
 from harness.base.errors import IcebenchError, close_match
 
@@ -49,6 +51,20 @@ def parse_size(text: str) -> int:
     return size
 
 
+def size_of(value: object) -> object:
+    """A size as the command line, a config file or the environment gives it ('2g') in bytes:
+    sizes are parsed once, where they come in, and travel as bytes."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return parse_size(value)
+    except IcebenchError as exc:
+        raise ValueError(str(exc)) from None
+
+
+ByteSize = Annotated[int, BeforeValidator(size_of)]
+
+
 def machine_memory_bytes() -> int:
     """What the harness can have: physical memory, or less where a cgroup above us (a container)
     is limited. Our own harness box does not count: a worker cap is held to the machine's."""
@@ -60,14 +76,14 @@ def machine_memory_bytes() -> int:
     return min(limits)
 
 
-def check_cap_fits(text: str, what: str, allow_overcommit: bool) -> int:
-    """The cap in bytes; an error naming the setting when it is more than the machine has (the
-    kernel would hold it, and the run would measure the machine instead of the cap)."""
-    size, machine = parse_size(text), machine_memory_bytes()
+def check_cap_fits(size: int, what: str, allow_overcommit: bool) -> int:
+    """The cap; an error naming the setting when it is more than the machine has (the kernel would
+    hold it, and the run would measure the machine instead of the cap)."""
+    machine = machine_memory_bytes()
     if size > machine and not allow_overcommit:
         raise IcebenchError(
-            f"{what} {text} is more than this machine's {format_size(machine)}: it would never be "
-            f"reached (pass --allow-overcommit to run anyway)"
+            f"{what} {format_size(size)} is more than this machine's {format_size(machine)}: "
+            "it would never be reached (pass --allow-overcommit to run anyway)"
         )
     return size
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import hashlib
 import importlib
 import inspect
 import pkgutil
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import TypeVar
@@ -45,3 +47,48 @@ def source_hash(cls: type) -> str | None:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12] if path else None
     except (OSError, TypeError):
         return None
+
+
+def declared(package_dir: Path, skip: tuple[str, ...] = ("base",)) -> dict[str, dict[str, object]]:
+    """name -> literal class attributes of each plug-in of `package_dir`, read from the sources
+    without importing them (the CLI checks names and writes its help in milliseconds; importing
+    the writers takes seconds). A plug-in is a class that assigns itself a literal `name`; its other
+    attributes are inherited as Python would, through the classes the package (`skip` included)
+    declares. tests/test_registry_declared.py holds these to what `discover` imports."""
+    classes: dict[str, tuple[list[str], dict[str, object]]] = {}
+    plugins: list[str] = []
+    for path in sorted(package_dir.glob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            own = dict(_literal_assignments(node))
+            classes[node.name] = ([_base_name(base) for base in node.bases], own)
+            if "name" in own and path.stem not in skip:
+                plugins.append(node.name)
+
+    def attributes(class_name: str) -> dict[str, object]:
+        bases, own = classes.get(class_name, ([], {}))
+        inherited: dict[str, object] = {}
+        for base in reversed(bases):
+            inherited |= attributes(base)
+        return inherited | own
+
+    found = {str(attributes(plugin)["name"]): attributes(plugin) for plugin in plugins}
+    return dict(sorted(found.items()))
+
+
+def _literal_assignments(node: ast.ClassDef) -> Iterator[tuple[str, object]]:
+    for statement in node.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target, value = statement.targets[0], statement.value
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            target, value = statement.target, statement.value
+        else:
+            continue
+        if isinstance(target, ast.Name):
+            with contextlib.suppress(ValueError):
+                yield target.id, ast.literal_eval(value)
+
+
+def _base_name(base: ast.expr) -> str:
+    return base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else ""

@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from harness.base.caps import ByteSize
 from harness.base.errors import IcebenchError, close_match, first_error
 from harness.base.orphan_guard import PARENT_ENV
 from harness.model import EngineOptions
@@ -51,6 +54,27 @@ MAX_BATCH_ROWS = 2**31 - 1
 _VERSION = re.compile(r"[0-9]+(\.[0-9]+)*((a|b|rc)[0-9]+)?(\.post[0-9]+)?(\.dev[0-9]+)?")
 
 
+@dataclass(frozen=True)
+class Flag:
+    """The command-line flag of a config field, declared on the field (`Annotated[..., Flag(...)]`):
+    the CLI makes the flag from it (harness/cli/flags.py), with the field's type and range.
+    `names`: the kind of plug-in or preset its values name, checked as they are read; `repeated`:
+    given once per value (a spec with commas of its own) rather than comma-separated; `check`: a
+    value's spelling, checked as it is read."""
+
+    name: str
+    help: str
+    metavar: str | None = None
+    names: str | None = None
+    repeated: bool = False
+    check: Callable[[str], object] | None = None
+
+
+# local-services' REST catalogs (--catalog): Iceberg's REST fixture, its default, or SeaweedFS's own.
+DEFAULT_CATALOG = "iceberg-rest-fixture"
+CATALOGS = (DEFAULT_CATALOG, "seaweedfs")
+
+
 def check_version(text: str) -> str:
     """A library version as pip takes it; whether it exists is pip's to say."""
     if not _VERSION.fullmatch(text):
@@ -66,8 +90,8 @@ class Settings(BaseSettings):
     data_dir: Path = Field(Path(".icebench/data"), description="cache of generated parquet sets")
     results_dir: Path = Field(Path("results"), description="where results/<run-id>/ folders go")
     seed: int = Field(42, ge=0, le=2**63 - 1)
-    memory: str = Field("2g", description="memory cap of each worker, e.g. 512m, 2g")
-    harness_memory: str | None = Field(
+    memory: ByteSize = Field(2 * 2**30, description="memory cap of each worker, e.g. 512m, 2g")
+    harness_memory: ByteSize | None = Field(
         None, description="cap on the harness process itself, its workers nested inside, e.g. 4g"
     )
     allow_overcommit: bool = Field(False, description="accept a cap above the machine's memory")
@@ -76,7 +100,7 @@ class Settings(BaseSettings):
     worker_image: str = Field("icebench/worker:local", description="image of --isolation docker workers")
     stack: str = Field("embedded", description="embedded | local-services | external")
     catalog: str = Field(
-        "iceberg-rest-fixture",
+        DEFAULT_CATALOG,
         description="local-services' REST catalog: iceberg-rest-fixture | seaweedfs (SeaweedFS's own)",
     )
     # The `external` stack: your REST catalog and S3. Credentials only via the environment
@@ -288,3 +312,16 @@ def check_engines(engines: EngineTables, known: dict[str, type[EngineOptions]]) 
             choices = ", ".join(f"[engines.{name}]" for name in sorted(known)) or "none"
             raise IcebenchError(f"unknown engine [engines.{engine}]{hint}; engines with options: {choices}")
         validate_options(known[engine], values, f"[engines.{engine}]")
+
+
+def check_catalog(settings: Settings) -> None:
+    """--catalog names one local-services can run, and only there (the others have their own)."""
+    if settings.catalog not in CATALOGS:
+        raise IcebenchError(
+            f"unknown catalog {settings.catalog!r} (local-services runs: {', '.join(CATALOGS)})"
+        )
+    if settings.catalog != DEFAULT_CATALOG and settings.stack != "local-services":
+        raise IcebenchError(
+            f"--catalog {settings.catalog} is a catalog of the local-services stack; "
+            f"the {settings.stack} stack has its own"
+        )

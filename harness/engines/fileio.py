@@ -18,23 +18,7 @@ import opendal
 from pyiceberg.io import FileIO, InputFile, InputStream, OutputFile, OutputStream
 from pyiceberg.typedef import EMPTY_DICT, Properties
 
-from harness.base.errors import IcebenchError, close_match
-
-# name -> (pyiceberg's py-io-impl, the distribution that does the IO)
-FILE_IOS = {
-    "pyarrow": ("pyiceberg.io.pyarrow.PyArrowFileIO", "pyarrow"),
-    "fsspec": ("pyiceberg.io.fsspec.FsspecFileIO", "s3fs"),
-    "opendal": ("harness.engines.fileio.OpenDalFileIO", "opendal"),
-}
-
-
-def file_io_impl(name: str) -> str:
-    """pyiceberg's `py-io-impl` for `name`, or a one-line error naming the choices."""
-    if name not in FILE_IOS:
-        raise IcebenchError(
-            f"unknown FileIO {name!r}{close_match(name, FILE_IOS)}; choose from {', '.join(FILE_IOS)}"
-        )
-    return FILE_IOS[name][0]
+from harness.engines.choices import FILE_IOS
 
 
 def file_io_label(io: FileIO) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import re
 import resource
 import shutil
 import subprocess
@@ -26,6 +25,7 @@ from pydantic import Field, field_validator
 
 from harness.base.checkout import REPO_ROOT
 from harness.base.errors import IcebenchError
+from harness.engines.choices import DEFAULT_MASTER, check_spark_master
 from harness.model import EngineOptions
 from harness.services.stacks.base import CATALOG_TOKEN_VARIABLE
 
@@ -211,21 +211,6 @@ RLIMIT_JAVA_OPTIONS = (
 def _under_rlimit_as() -> bool:
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     return soft != resource.RLIM_INFINITY
-
-
-DEFAULT_MASTER = "local[*]"
-
-
-# What spark.master takes: local, local[N], local[*], local[N,F], a cluster URL, yarn.
-_MASTER = re.compile(r"local(\[(\*|[1-9][0-9]*)(,[0-9]+)?\])?|(spark|k8s|mesos)://\S+|yarn")
-
-
-def check_spark_master(text: str) -> str:
-    if not _MASTER.fullmatch(text):
-        raise ValueError(
-            f"not a Spark master: {text!r} (local[*], local[N], spark://host:port, yarn, k8s://...)"
-        )
-    return text
 
 
 class SparkOptions(EngineOptions):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from harness.model import RunRecord
 
 if TYPE_CHECKING:
-    from harness.run.matrix import MatrixEvents
+    from harness.run.events import MatrixEvents
     from harness.run.runner import Runner, RunPlan
 
 PRECISION = 1.1  # the smallest cap survived is at most 10% above the largest one failed

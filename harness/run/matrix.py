@@ -6,172 +6,39 @@ bars) and renders the records it gets back.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
-
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
-
 from generators.datasets import DAMAGED_SETS, DataCache
 from generators.events import events_schema
 from generators.presets import get_preset
 from generators.schema import wide_schema
 from generators.source import ParquetSource
 from generators.your_changes import YOUR_SETS, sets_of_yours
-from harness.base.caps import parse_size
 from harness.base.errors import IcebenchError
-from harness.base.layout import check_layout, parse_layout
+from harness.base.layout import check_layout
 from harness.base.results import ResultsStore
-from harness.base.settings import Settings, read_table
-from harness.engines.writers import get_writer, writers
+from harness.base.settings import Settings
 from harness.model import RunRecord, TableLayout
+from harness.run.config import MatrixConfig
+from harness.run.events import MatrixEvents
 from harness.run.find_cap import find_caps
+from harness.run.plugins import default_scenarios
 from harness.run.runner import Runner, RunPlan
 from harness.services.envs import variants
 from harness.services.stacks import Stack
-from scenarios import get_scenario, scenarios
+from scenarios import get_scenario
 from scenarios.base import DataSets
 
-# description, total -> advance(amount): one progress bar
-ProgressFactory = Callable[[str, int], Callable[[int], None]]
-DEFAULT_SCALE_BATCHES = [50, 100, 200]
 
-
-def default_writers() -> list[str]:
-    """A matrix's writers when none are named: those that declare themselves in it."""
-    return [name for name, writer in writers().items() if writer.in_default_matrix]
-
-
-def default_scenarios() -> list[str]:
-    """A matrix's scenarios when none are named."""
-    return [name for name, scenario in scenarios().items() if scenario.in_default_matrix]
-
-
-def comma_list(text: str) -> list[str]:
-    """Names or versions as the command line and TOML give them: `a, b,,c` is a, b and c."""
-    return [item.strip() for item in text.split(",") if item.strip()]
-
-
-def comma_separated(value: object) -> object:
-    """A config list given as one `a,b` string (a flag, an environment variable) made a list."""
-    return comma_list(value) if isinstance(value, str) else value
-
-
-class MatrixConfig(BaseModel):
-    """The `[matrix]` table of a config file; empty lists mean all."""
-
-    model_config = ConfigDict(extra="forbid")
-    presets: list[str] = Field(default_factory=lambda: ["small"])
-    scenarios: list[str] = Field(default_factory=list)
-    writers: list[str] = Field(default_factory=list)
-    repeat: int = Field(1, ge=1, le=1000, description="runs of each pair; gates compare medians")
-    # The scale axis: the same batch size at each of these batch counts (prefixes of the set), for
-    # the scenarios of the matrix that take a prefix (append). `scale_batches` is its former name.
-    batches: list[int] = Field(
-        default_factory=list, validation_alias=AliasChoices("batches", "scale_batches")
-    )
-    # The writers on the axis; empty: the matrix's. Naming some (--scale) asks for the axis, by
-    # default over 50, 100 and 200 batches.
-    scale_writers: list[str] = Field(default_factory=list)
-    scale_batch_rows: int | None = Field(
-        500, ge=1, description="rows per batch on the axis, at most (None: the set over the largest count)"
-    )
-    whole_set: bool = Field(
-        True, description="each pair also on its whole set (icebench scale: only the axis)"
-    )
-    # The layout axis (harness/base/layout.py): a table per partitioning ("" / "none": unpartitioned),
-    # each with the same sort order and table properties.
-    partitions: list[str] = Field(default_factory=lambda: [""])
-    sort: str = ""
-    table_properties: list[str] = Field(default_factory=list)
-    # The cap axis: each pair under each cap (empty: the settings' one cap).
-    memory: list[str] = Field(default_factory=list)
-    # Bisect the smallest cap each pair survives (harness/run/find_cap.py), below the largest cap.
-    find_cap: bool = False
-
-    _split = field_validator("presets", "scenarios", "writers", "scale_writers", "memory", mode="before")(
-        comma_separated
-    )
-
-    @field_validator("memory")
-    @classmethod
-    def _sizes(cls, value: list[str]) -> list[str]:
-        for size in value:
-            parse_size(size)
-        return value
-
-    def layouts(self) -> list[TableLayout]:
-        """The tables each pair runs on, one per partitioning (one-line error for a bad spelling)."""
-        return list(
-            dict.fromkeys(
-                parse_layout(spec, self.sort, self.table_properties) for spec in self.partitions or [""]
-            )
+def axis_scenarios(config: MatrixConfig) -> list[str]:
+    """The scenarios of the matrix that take a prefix of their set: those on the axis."""
+    if not config.batches:
+        return []
+    taking = [name for name in config.scenarios if get_scenario(name).accepts_row_limit]
+    if not taking:
+        raise IcebenchError(
+            f"the batches axis feeds prefixes of a set; scenario {', '.join(config.scenarios)} needs "
+            "its whole set (use append)"
         )
-
-    def caps(self, settings: Settings) -> list[int]:
-        """The caps each pair runs under, smallest first."""
-        return sorted({parse_size(size) for size in self.memory or [settings.memory]})
-
-    @field_validator("batches")
-    @classmethod
-    def _counts(cls, value: list[int]) -> list[int]:
-        if value and (len(set(value)) < 2 or min(value) < 1):
-            raise ValueError("give at least two different positive batch counts, e.g. [50, 100, 200]")
-        return sorted(set(value))
-
-    def resolved(self) -> MatrixConfig:
-        """Every name checked (one-line error for an unknown one), defaults filled in."""
-        for name in self.presets:
-            get_preset(name)
-        for name in self.scenarios:
-            get_scenario(name)
-        for name in [*self.writers, *self.scale_writers]:
-            get_writer(name)
-        chosen_writers = self.writers or default_writers()
-        batches = self.batches or (DEFAULT_SCALE_BATCHES if self.scale_writers else [])
-        return self.model_copy(
-            update={
-                "scenarios": self.scenarios or default_scenarios(),
-                "writers": chosen_writers,
-                "batches": batches,
-                "scale_writers": (self.scale_writers or chosen_writers) if batches else [],
-            }
-        )
-
-    def axis_scenarios(self) -> list[str]:
-        """The scenarios of the matrix that take a prefix of their set: those on the axis."""
-        if not self.batches:
-            return []
-        taking = [name for name in self.scenarios if get_scenario(name).accepts_row_limit]
-        if not taking:
-            raise IcebenchError(
-                f"the batches axis feeds prefixes of a set; scenario {', '.join(self.scenarios)} needs "
-                "its whole set (use append)"
-            )
-        return taking
-
-
-class MatrixEvents:
-    """What a matrix reports as it goes. This one tells nobody; the CLI's draws progress bars."""
-
-    @contextmanager
-    def generating(self) -> Iterator[ProgressFactory]:
-        """While data sets are generated: a progress bar per set."""
-        yield lambda description, total: lambda amount: None
-
-    @contextmanager
-    def stage(self, description: str, total: int) -> Iterator[None]:
-        """Around `total` runs of one preset (and library variant)."""
-        yield
-
-    def run_started(self, plan: RunPlan) -> None:
-        pass
-
-    def run_progress(self, fed: int, rows: int) -> None:
-        """Within a run: its worker's source has handed `fed` of its `rows` to the writer."""
-
-    def run_finished(self, plan: RunPlan, record: RunRecord) -> None:
-        pass
+    return taking
 
 
 def prepare_data(
@@ -221,7 +88,7 @@ def run_matrix(
     config = config.resolved()
     events = events or MatrixEvents()
     caps, layouts = config.caps(settings), config.layouts()
-    axis = config.axis_scenarios()
+    axis = axis_scenarios(config)
     needed = sorted({s for name in config.scenarios for s in get_scenario(name)().needs})
     records: list[RunRecord] = []
     for variant in variants(settings.library_versions, settings.file_ios):
@@ -288,7 +155,3 @@ def _axis_plans(
         for writer in config.scale_writers
         for count in config.batches
     ]
-
-
-def load_matrix_config(path: Path | None) -> MatrixConfig:
-    return read_table(path, "matrix", MatrixConfig)

@@ -9,63 +9,18 @@ rate over the rounds. Nothing here prints (MatrixEvents, as the matrix).
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-from generators.datasets import DataSet, DataSets, round_changes, round_set
+from generators.datasets import DataSet, DataSets
 from generators.presets import get_preset
 from generators.your_changes import your_rounds
-from harness.base.caps import parse_size
 from harness.base.results import ResultsStore
-from harness.base.settings import Settings, read_table
-from harness.engines.writers import get_writer
+from harness.base.settings import Settings
 from harness.model import RunRecord
-from harness.run.matrix import MatrixEvents, comma_separated, prepare_data
+from harness.run.config import RoundsConfig
+from harness.run.events import MatrixEvents
+from harness.run.matrix import prepare_data
 from harness.run.runner import Runner, RunPlan
 from harness.services.stacks import Stack
-from scenarios.rounds import PHASES, RoundPhase, RoundsTable
-
-DEFAULT_ROUNDS_WRITERS = ["pyiceberg-add-files", "pyiceberg-fast-append", "pyiceberg-txn-batches"]
-
-
-class RoundsConfig(BaseModel):
-    """The `[rounds]` table of a config file."""
-
-    model_config = ConfigDict(extra="forbid")
-    preset: str = "small"
-    writers: list[str] = Field(default_factory=lambda: list(DEFAULT_ROUNDS_WRITERS))
-    rounds: int = Field(5, ge=2, le=100, description="at least two: the degradation rate compares rounds")
-    phases: list[str] = Field(default_factory=lambda: list(PHASES), description="in order, each round")
-
-    _split = field_validator("writers", "phases", mode="before")(comma_separated)
-
-    @field_validator("phases")
-    @classmethod
-    def _known_phases(cls, value: list[str]) -> list[str]:
-        unknown = [phase for phase in value if phase not in PHASES]
-        if unknown or not value or len(set(value)) < len(value):
-            raise ValueError(
-                f"phases are distinct names from {', '.join(PHASES)}, in the order of a round; got {value}"
-            )
-        if "append" in value and value[0] != "append":
-            # an append after the round's upsert or replace would add its keys a second time
-            raise ValueError(f"a round that appends appends first; got {value}")
-        return value
-
-    def resolved(self) -> RoundsConfig:
-        """Every name checked: a one-line error for an unknown preset or writer."""
-        get_preset(self.preset)
-        for name in self.writers:
-            get_writer(name)
-        return self
-
-    def set_names(self) -> list[str]:
-        """The sets the rounds feed and judge with: each round's set and, with upserts, its change set."""
-        names = [round_set(n) for n in range(1, self.rounds + 1)]
-        if "upsert" in self.phases:
-            names += [round_changes(n) for n in range(1, self.rounds + 1)]
-        return names
+from scenarios.rounds import RoundPhase, RoundsTable
 
 
 def run_rounds(
@@ -83,7 +38,7 @@ def run_rounds(
     runner = Runner(settings, store, stack, on_progress=events.run_progress)
     sets = _rounds_sets(settings, config, events, your_set)
     preset = "custom" if your_set is not None else config.preset
-    cap = parse_size(settings.memory)
+    cap = settings.memory
     records: list[RunRecord] = []
     total = len(config.writers) * config.rounds * len(config.phases)
     with events.stage(f"rounds {preset}", total):
@@ -121,7 +76,3 @@ def _rounds_sets(
     ratios = (settings.update_ratio, settings.insert_ratio)
     with events.generating() as factory:
         return your_rounds(base, config.rounds, "upsert" in config.phases, settings.seed, ratios, factory)
-
-
-def load_rounds_config(path: Path | None) -> RoundsConfig:
-    return read_table(path, "rounds", RoundsConfig)

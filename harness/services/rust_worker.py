@@ -84,7 +84,11 @@ def worker_binary(version: str | None = None) -> Path:
     """The built worker, or a one-line error saying how to build it."""
     path = binary_path(version)
     if not path.is_file():
-        how = "`make rust-worker`" if version is None else f"`make rust-worker ICEBERG_RUST={version}`"
+        how = (
+            "`make bench RUST=1` (or `make rust-worker` alone; cargo, ~18 min the first time on 2 cores)"
+            if version is None
+            else f"`make rust-worker ICEBERG_RUST={version}`"
+        )
         raise IcebenchError(f"the Rust worker is not built for these sources: run {how}")
     return path
 

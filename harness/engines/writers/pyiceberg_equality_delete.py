@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from harness.base.layout import partition_columns
+from harness.base.layout_text import partition_columns
 from harness.engines.writers.base import StepTimer, WriteJob, Writer
 from harness.engines.writers.pyiceberg_txn_batches import _stage_each_then_commit
 from harness.model import TableLayout

@@ -8,12 +8,11 @@ from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
-from harness.base.errors import IcebenchError
 from harness.base.registry import discover, lookup
 from harness.base.settings import Settings
 from harness.services.stacks.base import RunCatalog, Stack, close_catalog
 
-__all__ = ["RunCatalog", "Stack", "check_catalog", "close_catalog", "get_stack", "stacks", "started"]
+__all__ = ["RunCatalog", "Stack", "close_catalog", "get_stack", "stacks", "started"]
 
 
 @cache
@@ -23,21 +22,6 @@ def stacks() -> dict[str, type[Stack]]:
 
 def get_stack(name: str) -> type[Stack]:
     return lookup("stack", name, stacks())
-
-
-def check_catalog(settings: Settings) -> None:
-    """--catalog names one local-services can run, and only there (the others have their own)."""
-    from harness.services.stacks.local_services import CATALOGS, DEFAULT_CATALOG
-
-    if settings.catalog not in CATALOGS:
-        raise IcebenchError(
-            f"unknown catalog {settings.catalog!r} (local-services runs: {', '.join(CATALOGS)})"
-        )
-    if settings.catalog != DEFAULT_CATALOG and settings.stack != "local-services":
-        raise IcebenchError(
-            f"--catalog {settings.catalog} is a catalog of the local-services stack; "
-            f"the {settings.stack} stack has its own"
-        )
 
 
 @contextmanager

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from harness.base.settings import DEFAULT_CATALOG
 from harness.services.object_store import TABLE_BUCKET, S3Endpoint, SeaweedS3Server, seaweed_version
 from harness.services.processes import LOOPBACK, environment_variables, free_port
 from harness.services.rest_catalog import RestCatalogServer, fixture_version
@@ -31,8 +32,6 @@ from harness.services.stacks.base import (
 # The REST catalogs this stack can run (--catalog): Apache Iceberg's REST fixture over a JdbcCatalog,
 # or SeaweedFS's own Iceberg catalog inside the S3 server (requests signed with SigV4, as AWS S3
 # Tables'; its metadata written by the server itself, past the request counter).
-DEFAULT_CATALOG = "iceberg-rest-fixture"
-CATALOGS = (DEFAULT_CATALOG, "seaweedfs")
 
 
 class LocalServicesStack(Stack):

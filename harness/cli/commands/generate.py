@@ -1,0 +1,129 @@
+"""Write a deterministic parquet set or an upsert change set."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from generators.presets import MAX_COLUMNS, MAX_FILES, MAX_FIRST_KEY, MAX_ROWS, PRESETS
+from harness.base.errors import IcebenchError
+from harness.base.settings import Settings
+from harness.cli.flags import add_config_flag
+from harness.cli.parser import folder, int_from, size, spark_master, within
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--preset", help=f"one of {', '.join(PRESETS)}")
+    parser.add_argument("--rows", type=int_from(1, MAX_ROWS))
+    parser.add_argument("--columns", type=int_from(2, MAX_COLUMNS))
+    parser.add_argument("--files", type=int_from(1, MAX_FILES), help="at most --rows")
+    parser.add_argument("--seed", type=within(Settings, "seed"), default=42)
+    parser.add_argument("--first-key", type=int_from(0, MAX_FIRST_KEY), default=0)
+    parser.add_argument(
+        "--changes-of", type=folder, metavar="BASE_DIR", help="write a change set of this base set"
+    )
+    parser.add_argument("--update-ratio", type=within(Settings, "update_ratio"), default=0.2)
+    parser.add_argument("--insert-ratio", type=within(Settings, "insert_ratio"), default=0.1)
+    parser.add_argument("--evolved", action="store_true", help="change rows carry an extra column")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--engine",
+        choices=("pyarrow", "spark"),
+        default="pyarrow",
+        help="who writes the files (same content)",
+    )
+    parser.add_argument(
+        "--spark-master",
+        metavar="URL",
+        type=spark_master,
+        help="--engine spark: local[*] (default) or a cluster",
+    )
+    parser.add_argument(
+        "--memory", type=size, help="--engine spark: the driver's memory budget (heap 60%%), e.g. 4g"
+    )
+    add_config_flag(parser, "a [settings] table")
+
+
+def run(args: argparse.Namespace) -> None:
+    from generators.checksum import short_form
+    from harness.cli.output import console
+
+    if args.changes_of:
+        if args.engine != "pyarrow":
+            raise IcebenchError("--engine spark makes base sets; change sets (--changes-of) use pyarrow")
+        manifest = _changes(args)
+    elif args.engine == "spark":
+        manifest = _base_on_spark(args)
+    else:
+        manifest = _base(args)
+    console.print(
+        f"wrote {manifest.rows} rows x {manifest.columns} columns in {len(manifest.files)} files "
+        f"to {args.out} (checksum {short_form(manifest.checksum)})"
+    )
+
+
+def _base(args: argparse.Namespace):  # noqa: ANN202 - generators.manifest.DatasetManifest, loaded on use
+    from generators.events import generate_events
+    from generators.presets import get_preset
+    from generators.wide import generate_base
+    from harness.cli.output import generation_progress
+
+    base = _base_set(args)
+    with generation_progress() as progress:
+        advance = progress("rows", base["rows"])
+        if args.preset and get_preset(args.preset).shape == "events":
+            shape = {name: base[name] for name in ("rows", "columns", "files", "seed")}
+            return generate_events(args.out, **shape, final=args.out.resolve(), progress=advance)
+        return generate_base(args.out, **base, progress=advance)
+
+
+def _changes(args: argparse.Namespace):  # noqa: ANN202
+    from generators.changes import generate_changes
+    from generators.datasets import data_set
+    from harness.cli.output import generation_progress
+
+    rows = round(data_set(args.changes_of).manifest.rows * (args.update_ratio + args.insert_ratio))
+    with generation_progress() as progress:
+        return generate_changes(
+            args.changes_of,
+            args.out,
+            seed=args.seed,
+            update_ratio=args.update_ratio,
+            insert_ratio=args.insert_ratio,
+            evolved=args.evolved,
+            progress=progress("changes", rows),
+        )
+
+
+def _base_on_spark(args: argparse.Namespace):  # noqa: ANN202
+    from harness.base.settings import check_engines, load_settings
+    from harness.cli.flags import engine_flags
+    from harness.cli.output import console
+    from harness.cli.session import check_plugins
+    from harness.engines.spark import SparkOptions
+    from harness.engines.spark_generate import generate_base_on_spark
+
+    base = _base_set(args)
+    settings = load_settings(args.config, engines=engine_flags(args), memory=args.memory)
+    check_plugins(settings)
+    check_engines(settings.engines, {"spark": SparkOptions})
+    master = settings.engine_options(SparkOptions).master
+    shape = f"{base['rows']} rows x {base['columns']} columns in {base['files']} files"
+    with console.status(f"Spark ({master}) writes {shape}"):
+        return generate_base_on_spark(
+            args.out, **base, master=master, cap_bytes=settings.memory if args.memory else None
+        )
+
+
+def _base_set(args: argparse.Namespace) -> dict[str, int]:
+    """The base set's rows, columns, files, seed and first key, from --preset and/or the flags:
+    what both generation engines take."""
+    from generators.presets import get_preset
+
+    preset = get_preset(args.preset) if args.preset else None
+    rows = args.rows or (preset.rows if preset else None)
+    columns = args.columns or (preset.columns if preset else None)
+    files = args.files or (preset.files if preset else 1)
+    if rows is None or columns is None:
+        raise IcebenchError("generate needs --preset or both --rows and --columns")
+    return {"rows": rows, "columns": columns, "files": files, "seed": args.seed, "first_key": args.first_key}

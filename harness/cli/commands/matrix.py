@@ -1,0 +1,59 @@
+"""Every scenario x writer (x preset, table layout, cap), with the verdict."""
+
+from __future__ import annotations
+
+import argparse
+from functools import partial
+
+from harness.base.caps import format_size
+from harness.cli.flags import (
+    add_axis_flags,
+    add_settings_flags,
+    add_source_flags,
+    cap_axis,
+    settings,
+    with_flags,
+    your_data,
+)
+from harness.run.config import MatrixConfig, load_matrix_config
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_axis_flags(parser, MatrixConfig)
+    parser.add_argument("--report", action="store_true", help="end by writing report.html / report.md")
+    add_source_flags(parser)
+    add_settings_flags(parser, memory_axis=True)
+
+
+def run(args: argparse.Namespace) -> None:
+    chosen = settings(args)
+    asked = with_flags(load_matrix_config(args.config), args, memory=cap_axis(args))
+    from generators.presets import get_preset
+    from harness.cli.output import RichEvents
+    from harness.cli.session import check_plugins, exit_on_verdict, run_workload
+    from harness.run.matrix import check_layouts, check_preset_layouts, run_matrix, your_scenarios
+    from harness.run.your_sets import your_sets
+
+    check_plugins(chosen)
+    config = asked.resolved()
+    if args.source is not None or any(get_preset(name).shape == "events" for name in config.presets):
+        config = config.model_copy(update={"scenarios": your_scenarios(asked.scenarios)})
+    yours = your_sets(
+        "matrix", your_data(args), args.presets is not None, chosen, config.scenarios, RichEvents()
+    )
+    if yours is None:  # a layout the tables cannot take: one line before any data is made
+        check_preset_layouts(config.layouts(), config.presets)
+    else:
+        check_layouts(config.layouts(), config.scenarios, yours)
+    axis = f", {len(config.scale_writers)} writers at {config.batches} batches" if config.batches else ""
+    data = f"your data {args.source}" if yours is not None else f"presets {', '.join(config.presets)}"
+    pairs = f"{len(config.scenarios)} scenarios x {len(config.writers)} writers"
+    if len(layouts := config.layouts()) > 1 or not layouts[0].plain:
+        pairs += f" x {len(layouts)} tables ({'; '.join(layout.label for layout in layouts)})"
+    if len(caps := config.caps(chosen)) > 1:
+        pairs += f" x caps {', '.join(format_size(cap) for cap in caps)}"
+    if config.find_cap:
+        pairs += ", then the smallest cap each survives"
+    what = f"{pairs} x {data}, {config.repeat}x each{axis}"
+    workload = partial(run_matrix, chosen, config, your_sets=yours)
+    exit_on_verdict(args, run_workload("matrix", what, chosen, args.report, workload))

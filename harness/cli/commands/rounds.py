@@ -1,0 +1,45 @@
+"""Longevity: N rounds of append/upsert/replace on a table each writer wrote itself."""
+
+from __future__ import annotations
+
+import argparse
+from functools import partial
+
+from harness.base.errors import IcebenchError
+from harness.cli.flags import (
+    add_axis_flags,
+    add_settings_flags,
+    add_source_flags,
+    settings,
+    with_flags,
+    your_data,
+)
+from harness.run.config import RoundsConfig, load_rounds_config
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_axis_flags(parser, RoundsConfig)
+    parser.add_argument("--report", action="store_true", help="end by writing report.html / report.md")
+    add_source_flags(parser)
+    add_settings_flags(parser)
+
+
+def run(args: argparse.Namespace) -> None:
+    """Each writer's rounds of phases on its own table, judged after every phase."""
+    chosen = settings(args)
+    if args.changes is not None:
+        raise IcebenchError(f"--changes {args.changes}: rounds derive each round's change set from --source")
+    asked = with_flags(load_rounds_config(args.config), args)
+    from harness.cli.output import RichEvents
+    from harness.cli.session import check_plugins, exit_on_verdict, run_workload
+    from harness.run.rounds import run_rounds
+    from harness.run.your_sets import your_sets
+
+    check_plugins(chosen)
+    config = asked.resolved()
+    yours = your_sets("rounds", your_data(args), args.preset is not None, chosen, [], RichEvents())
+    phases = ", ".join(config.phases)
+    data = f"your data {args.source}" if yours else config.preset
+    what = f"{len(config.writers)} writers x {config.rounds} rounds of {phases} on {data}"
+    workload = partial(run_rounds, chosen, config, your_set=yours["base"] if yours else None)
+    exit_on_verdict(args, run_workload("rounds", what, chosen, args.report, workload))

@@ -1,0 +1,76 @@
+"""One scenario x writer run in a memory-capped worker."""
+
+from __future__ import annotations
+
+import argparse
+
+from harness.cli import names
+from harness.cli.flags import add_axis_flags, add_settings_flags, add_source_flags, settings, your_data
+from harness.cli.parser import one_known, one_of
+from harness.run.config import MatrixConfig
+
+LAYOUT_FIELDS = ("partitions", "sort", "table_properties")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--scenario",
+        required=True,
+        type=one_known("scenario", names.scenario_names),
+        help=one_of(names.scenario_names()),
+    )
+    parser.add_argument(
+        "--writer",
+        required=True,
+        type=one_known("writer", names.writer_names),
+        help=one_of(names.writer_names()),
+    )
+    parser.add_argument(
+        "--preset",
+        default="tiny",
+        type=one_known("preset", names.NAMES["preset"]),
+        help=f"{one_of(names.NAMES['preset']())} (default tiny)",
+    )
+    add_source_flags(parser)
+    add_axis_flags(parser, MatrixConfig, LAYOUT_FIELDS)
+    parser.add_argument(
+        "--base", metavar="PATH", help="the set the table holds before (replace, upsert), as --source"
+    )
+    add_settings_flags(parser)
+
+
+def run(args: argparse.Namespace) -> None:
+    chosen = settings(args)
+    from harness.cli.output import RichEvents, console, print_failed_checks, print_results
+    from harness.cli.session import check_plugins, exit_on_verdict, session
+    from harness.run.matrix import check_layouts
+    from harness.run.runner import Runner, RunPlan
+    from harness.run.your_sets import run_sets
+    from harness.services.envs import variants
+
+    check_plugins(chosen)
+    preset, sets = run_sets(args.scenario, args.preset, your_data(args), chosen, RichEvents())
+    layouts = MatrixConfig(
+        partitions=args.partitions or [""], sort=args.sort or "", table_properties=args.table_properties or []
+    ).layouts()
+    check_layouts(layouts, [args.scenario], sets)
+    plans = [
+        RunPlan(args.scenario, args.writer, preset, sets, chosen.batch_rows, chosen.memory, layout=layout)
+        for layout in layouts
+    ]
+    with session(chosen) as (store, stack):
+        doing = f"{args.scenario} x {args.writer} on {stack.name}: set-up, capped worker, oracle"
+        with console.status(doing) as status:
+
+            def fed(count: int, rows: int) -> None:
+                status.update(f"{doing} ({count:,} of {rows:,} rows fed to the writer)")
+
+            records = [
+                Runner(chosen, store, stack, variant, on_progress=fed).run(plan)
+                for variant in variants(chosen.library_versions, chosen.file_ios)
+                for plan in plans
+            ]
+    print_results(records, title=f"icebench run {store.run_id}")
+    print_failed_checks(records)
+    console.print(f"results: {store.runs_path}")
+    exit_on_verdict(args, records)

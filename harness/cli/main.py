@@ -1,0 +1,74 @@
+"""`icebench`: the parser made of the commands' modules, the harness box, and the one place an
+error becomes a line and an exit code."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+
+def _terminated_while_starting(signum: int, _frame: FrameType | None) -> None:
+    """SIGTERM or SIGHUP before main() takes the signals over: the same line and exit code as
+    later, not a silent 143. An exit at once, not SystemExit: nothing is started yet to clean up,
+    and SystemExit raised amid a library's import can be caught there."""
+    print(f"icebench: terminated ({signal.Signals(signum).name})", file=sys.stderr, flush=True)
+    os._exit(128 + signum)
+
+
+if Path(sys.argv[0]).name == "icebench" or sys.argv[0] == "-m":  # the command, not an import by tests
+    for _signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(_signum, _terminated_while_starting)
+
+from harness.base.errors import IcebenchError, IcebenchWarning, failure_line
+from harness.base.redaction import redact
+from harness.base.signals import terminates_like_ctrl_c
+from harness.cli.commands import commands, help_line
+from harness.cli.flags import harness_box_bytes
+from harness.cli.parser import DESCRIPTION, EPILOG, Parser, VersionAction
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="icebench", description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument("--version", action=VersionAction)
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for name, command in commands().items():
+        command.add_arguments(subparsers.add_parser(name, help=help_line(command)))
+    return parser
+
+
+PYTHON_SHOWWARNING = warnings.showwarning
+
+
+def show_warning(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    """The one place warnings reach the terminal: ours as one line, others as Python shows them."""
+    if issubclass(category, IcebenchWarning):
+        print(redact(f"icebench: warning: {message}"), file=sys.stderr)
+    else:
+        PYTHON_SHOWWARNING(message, category, *args, **kwargs)
+
+
+@terminates_like_ctrl_c
+def main(argv: Sequence[str] | None = None) -> int:
+    warnings.showwarning = show_warning
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(arguments)
+        if (box_bytes := harness_box_bytes(args)) is not None:
+            from harness.services.own_memory import run_in_box
+
+            command = [sys.executable, "-m", "harness.cli", *arguments]
+            return run_in_box(box_bytes, command, lambda line: print(line, file=sys.stderr))
+        commands()[args.command].run(args)
+    except KeyboardInterrupt:
+        print("icebench: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        print(redact(f"icebench: {failure_line(exc)}"), file=sys.stderr)
+        return exc.exit_code if isinstance(exc, IcebenchError) else 2
+    return 0

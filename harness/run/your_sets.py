@@ -1,0 +1,105 @@
+"""The sets a command runs on when you give your own data (`--source`, `--key`, `--changes`,
+`--base`): your parquet set, or a set icebench generated, and what the scenarios need derived from
+it; each mistake a one-line error before any writer runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from generators.datasets import DataSet, data_set
+from generators.manifest import MANIFEST_FILE
+from generators.schema import KEY_COLUMN
+from generators.your_changes import sets_of_yours
+from generators.your_data import your_data
+from harness.base.errors import IcebenchError
+from harness.base.settings import Settings
+from harness.model import Operation
+from harness.run.config import YourData
+from harness.run.events import MatrixEvents
+from harness.run.matrix import prepare_data, your_scenarios
+from scenarios import get_scenario
+from scenarios.base import DataSets
+
+
+def your_sets(
+    command: str,
+    data: YourData,
+    preset_named: bool,
+    settings: Settings,
+    scenario_names: list[str],
+    events: MatrixEvents,
+) -> DataSets | None:
+    """The matrix's, rounds' or scale axis' sets from --source (None: the presets'): your set and
+    what `scenario_names` need derived from it."""
+    data.check_needs_source()
+    if data.source is None:
+        return None
+    if preset_named:
+        raise IcebenchError(f"--source and --preset: {command} runs on your data or on a preset, not both")
+    needs = {need for name in scenario_names for need in get_scenario(name)().needs}
+    return derived_sets(data, settings, needs, events)
+
+
+def derived_sets(data: YourData, settings: Settings, needs: set[str], events: MatrixEvents) -> DataSets:
+    """Your set as `base`, and the `changes` and `replacement` sets derived from it when needed."""
+    assert data.source is not None
+    base = your_set("--source", data.source, data.key, settings, events)
+    changes = None
+    if "changes" in needs and data.changes is not None:
+        changes = your_set("--changes", data.changes, data.key, settings, events, base, "changes")
+    with events.generating() as progress:
+        ratios = (settings.update_ratio, settings.insert_ratio)
+        return sets_of_yours(base, needs, settings.seed, ratios, progress, changes)
+
+
+def run_sets(
+    scenario_name: str, preset: str, data: YourData, settings: Settings, events: MatrixEvents
+) -> tuple[str, DataSets]:
+    """`icebench run`'s preset name and sets: the preset's, yours with what the scenario needs
+    derived, or yours as given (--source and --base)."""
+    scenario = get_scenario(scenario_name)()
+    data.check_needs_source()
+    if data.source is None and data.base is None:
+        return preset, prepare_data(settings, preset, list(scenario.needs), events)
+    if data.source is None:
+        raise IcebenchError(f"--base {data.base}: give the set the writer is fed with --source too")
+    if data.base is None:  # your set, and what the scenario needs derived from it
+        your_scenarios([scenario.name])
+        return "custom", derived_sets(data, settings, set(scenario.needs), events)
+    if not scenario.initial_set:
+        raise IcebenchError(f"--base {data.base}: scenario {scenario.name} starts from an empty table")
+    base = your_set("--base", data.base, data.key, settings, events)
+    kind = "changes" if scenario.operation == Operation.UPSERT else "base"
+    source = your_set("--source", data.source, data.key, settings, events, base, kind)
+    if source.manifest.kind == "changes" and source.manifest.base_checksum != base.manifest.checksum:
+        raise IcebenchError(f"change set {data.source} was not made from base set {data.base}")
+    if scenario.operation == Operation.UPSERT and source.manifest.kind != "changes":
+        raise IcebenchError(
+            f"source {data.source} is a base set; {scenario.name} needs a change set "
+            f"(icebench generate --changes-of BASE)"
+        )
+    return "custom", {scenario.source_set: source, scenario.initial_set: base}
+
+
+def your_set(
+    flag: str,
+    path: str,
+    key: list[str] | None,
+    settings: Settings,
+    events: MatrixEvents,
+    base: DataSet | None = None,
+    kind: Literal["base", "changes"] = "base",
+) -> DataSet:
+    """A set icebench generated (a folder with its manifest.json), or your own parquet files, whose
+    manifest icebench derives once into its data cache (numbered against `base`'s keys if given)."""
+    if not path.strip():
+        raise IcebenchError(f"{flag}: the path is empty; give a parquet file, a folder or a glob")
+    if (Path(path) / MANIFEST_FILE).is_file():
+        generated = data_set(Path(path))
+        if key is not None and key != list(generated.manifest.key_columns):
+            keyed = ",".join(generated.manifest.key_columns)
+            raise IcebenchError(f"--key {','.join(key)}: the generated set {path} is keyed by {keyed}")
+        return generated
+    with events.generating() as progress:
+        return your_data(path, key or [KEY_COLUMN], settings.data_dir, progress, base, kind)

@@ -14,7 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, field_serializer
 
 Status = Literal["ok", "oom", "error", "unsupported"]
 ErrorKind = Literal["bad_input", "memory", "write"]
@@ -248,7 +248,42 @@ class Feed(BaseModel):
     operation: Operation
 
 
-class WorkerOutcome(BaseModel):
+class WorkerFigures(BaseModel):
+    """How a worker ended and what it measured, declared once: each WorkerOutcome has them, and a
+    RunRecord has its only worker's (harness/run/runner.py copies them by these names) or, for a
+    concurrent run, the whole run's."""
+
+    status: Status
+    error: str | None = None
+    wall_s: float | None = None
+    write_s: float | None = None
+    # The kernel's peak for the whole worker (memory.max_usage_in_bytes): includes page cache, so
+    # at a size where files fill the cap it reads the cap for every writer.
+    peak_memory_bytes: int | None = None
+    # The worker's resident peak: its cgroup's anonymous memory (memory.stat total_rss, sampled)
+    # or its VmHWM, whichever is larger. The figure that tells writers apart.
+    peak_rss_bytes: int | None = None
+    cache_at_peak_bytes: int | None = None  # page cache (memory.stat total_cache) at the kernel's peak
+    oom_kills: int = 0
+    # The cap that applied: the worker's as the kernel held it, or the harness box's if smaller.
+    cap_bytes: int | None = None
+    box_cap_bytes: int | None = None  # the --harness-memory box the workers ran in (None: none)
+    oom_limit: OomLimit | None = None  # whose limit an OOM kill hit: the worker's cap or the box
+    box_usage_at_kill_bytes: int | None = None  # the box's usage (page cache included) at the kill
+    box_rss_at_kill_bytes: int | None = None  # and its resident part: harness, oracle, worker
+    batches: int | None = None
+    late_early_ratio: float | None = None
+    step_latencies_s: list[float] = []
+    commit_latencies_s: list[float] = []
+    versions: dict[str, str] = {}
+    # The FileIO pyiceberg wrote through (--fileio), with its library's version; None: the writer's own IO.
+    file_io: str | None = None
+    worker_log: str | None = None
+    # (seconds, usage, rss) samples: the record's only; RunRecord.workers' entries go without.
+    memory_timeline: list[tuple[float, int, int]] = []
+
+
+class WorkerOutcome(WorkerFigures):
     """What came of one worker, under its own cap, with its own figures. A run's only worker's
     become the record's; a concurrent run lists each (RunRecord.workers) and records their whole."""
 
@@ -256,29 +291,7 @@ class WorkerOutcome(BaseModel):
     source_set: str  # the generated set it was fed
     operation: Operation | None = None  # None: written before workers said what they did
     rows: int
-    status: Status
-    error: str | None = None
-    wall_s: float | None = None
-    write_s: float | None = None
-    peak_memory_bytes: int | None = None
-    peak_rss_bytes: int | None = None
-    cache_at_peak_bytes: int | None = None
-    oom_kills: int = 0
-    # The cap that applied: the worker's as the kernel held it, or the harness box's if smaller.
-    cap_bytes: int | None = None
-    box_cap_bytes: int | None = None  # the --harness-memory box around the worker (None: none)
-    oom_limit: OomLimit | None = None  # whose limit an OOM kill hit
-    box_usage_at_kill_bytes: int | None = None  # the box's usage and rss sampled at the worker's peak
-    box_rss_at_kill_bytes: int | None = None
-    batches: int | None = None
-    late_early_ratio: float | None = None
-    step_latencies_s: list[float] = []
-    commit_latencies_s: list[float] = []
     commit_retries: int | None = None  # pyiceberg's retries after commit conflicts (None: not counted)
-    versions: dict[str, str] = {}
-    file_io: str | None = None  # the FileIO pyiceberg wrote through (None: the writer's own IO)
-    worker_log: str | None = None
-    memory_timeline: list[tuple[float, int, int]] = Field(default=[], exclude=True)  # on the record only
 
 
 @dataclass(frozen=True)
@@ -292,7 +305,7 @@ class WorkerEnd:
     started: bool = True  # it got as far as its first write (its started marker exists)
 
 
-class RunRecord(BaseModel):
+class RunRecord(WorkerFigures):
     """Everything measured about one scenario x writer run. Field meanings are in docs/results.md."""
 
     # The shape of this line (RESULTS_SCHEMA_VERSION below): 2 added schema_version and
@@ -313,26 +326,10 @@ class RunRecord(BaseModel):
     phase: str | None = None
     stack: str
     operation: str
-    status: Status
-    error: str | None = None
     rows: int | None = None
     limit_rows: int | None = None  # set on the points of a scale run: a prefix of the source
     columns: int | None = None
     batch_rows: int
-    batches: int | None = None
-    wall_s: float | None = None
-    write_s: float | None = None
-    # The kernel's peak for the whole worker (memory.max_usage_in_bytes): includes page cache, so
-    # at a size where files fill the cap it reads the cap for every writer.
-    peak_memory_bytes: int | None = None
-    # The worker's resident peak: its cgroup's anonymous memory (memory.stat total_rss, sampled)
-    # or its VmHWM, whichever is larger. The figure that tells writers apart.
-    peak_rss_bytes: int | None = None
-    cache_at_peak_bytes: int | None = None  # page cache (memory.stat total_cache) at the kernel's peak
-    memory_timeline: list[tuple[float, int, int]] = []
-    step_latencies_s: list[float] = []
-    commit_latencies_s: list[float] = []
-    late_early_ratio: float | None = None
     snapshots_added: int | None = None
     data_files: int | None = None
     manifests: int | None = None
@@ -382,26 +379,24 @@ class RunRecord(BaseModel):
     full_scan_bytes_out: int | None = None
     selective_scan_requests: int | None = None
     selective_scan_bytes_out: int | None = None
-    cap_bytes: int | None = None  # the cap that applied: the worker's, or the harness box's if smaller
     isolation: str
-    oom_kills: int = 0
-    box_cap_bytes: int | None = None  # the --harness-memory box the workers ran in (None: none)
-    oom_limit: OomLimit | None = None  # whose limit an OOM kill hit: the worker's cap or the box
-    box_usage_at_kill_bytes: int | None = None  # the box's usage (page cache included) at the kill
-    box_rss_at_kill_bytes: int | None = None  # and its resident part: harness, oracle, worker
     # The services the stack started (S3 server, REST catalog), outside the box: each one's
     # resident peak since it started, by name.
     service_peak_rss_bytes: dict[str, int] = {}
     services: dict[str, str] = {}  # the stack's servers by role, with versions (SeaweedFS 4.48, ...)
     catalog: str | None = None  # --catalog, where not the stack's default; part of the run key
-    versions: dict[str, str] = {}
-    file_io: str | None = None  # the FileIO pyiceberg wrote through (--fileio), with its library's version
     verdict: Verdict | None = None
     verified_with: str = "pyiceberg"  # engine(s) that read the table back: pyiceberg, or spark too
     started_at: str
-    worker_log: str | None = None
     profile_flamegraph: str | None = None  # --profile memray: flame graph HTML at peak memory
-    workers: list[WorkerOutcome] = []  # concurrent scenarios: each worker; the fields above: the whole run
+    # Concurrent scenarios: each worker, without its memory timeline; the figures: the whole run's.
+    workers: list[WorkerOutcome] = []
+
+    @field_serializer("workers", mode="wrap")
+    def _workers_without_timelines(
+        self, workers: list[WorkerOutcome], handler: SerializerFunctionWrapHandler
+    ) -> list[dict[str, Any]]:
+        return [{k: v for k, v in worker.items() if k != "memory_timeline"} for worker in handler(workers)]
 
     @property
     def survived_cap(self) -> bool:

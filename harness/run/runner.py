@@ -50,6 +50,7 @@ from harness.model import (
     TableLayout,
     Verdict,
     WorkerEnd,
+    WorkerFigures,
     WorkerOutcome,
     WorkerResult,
     WorkerSpec,
@@ -68,13 +69,9 @@ from harness.services.stacks import RunCatalog, Stack, close_catalog
 from scenarios import get_scenario
 from scenarios.base import DataSets, Scenario
 
-# What one worker's figures say about the whole run when it is the run's only worker.
-WORKER_FIGURES = set(WorkerOutcome.model_fields) & set(RunRecord.model_fields) - {
-    "rows",  # the record's: the source's rows, a prefix on a scale point
-    "operation",  # the scenario's
-    "error",  # run_error()
-    "memory_timeline",  # not dumped (exclude=True): copied as is
-}
+# What one worker's figures say about the whole run when it is the run's only worker: all but its
+# error (the run's is run_error()).
+WORKER_FIGURES = set(WorkerFigures.model_fields) - {"error"}
 
 
 # What an OOM-killed worker's figures say of the kill: whose limit and the box's at the kill.
@@ -734,7 +731,7 @@ def build_record(
 
 
 def worker_figures(outcome: WorkerOutcome) -> dict[str, Any]:
-    return {**outcome.model_dump(include=WORKER_FIGURES), "memory_timeline": outcome.memory_timeline}
+    return outcome.model_dump(include=WORKER_FIGURES)
 
 
 def combined_figures(outcomes: list[WorkerOutcome]) -> dict[str, Any]:

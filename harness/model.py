@@ -505,22 +505,9 @@ KEY_SEPARATOR = "|"
 
 
 def run_key(record: RunRecord) -> RunKey:
-    return RunKey(
-        scenario=record.scenario,
-        writer=record.writer,
-        preset=record.preset,
-        stack=record.stack,
-        isolation=record.isolation,
-        cap_bytes=record.cap_bytes,
-        batch_rows=record.batch_rows,
-        limit_rows=record.limit_rows,
-        variant=record.variant,
-        layout=None if record.layout.plain else record.layout.label,
-        catalog=record.catalog,
-        round=record.round,
-        phase=record.phase,
-        writer_source=record.writer_source,
-    )
+    """The record's fields of the key's names, its layout as the label (None: the plain table)."""
+    layout = None if record.layout.plain else record.layout.label
+    return RunKey(**{**{name: getattr(record, name) for name in RunKey.model_fields}, "layout": layout})
 
 
 Unit = Literal["s", "bytes", "count", "ratio", "exponent", "usd"]

@@ -144,7 +144,9 @@ def stopped(monkeypatch, tmp_path, cli_settings) -> Path:
     ):  # the commands import them as they run: patched where they live
         monkeypatch.setattr(module, name, _stop)
     monkeypatch.setattr(cleanup, "remove", _stop)
-    monkeypatch.setattr(cli, "build_parser", PARSER)  # parsing leaves a parser as it was: build it once
+    monkeypatch.setattr(
+        cli, "build_parser", lambda *_: PARSER()
+    )  # parsing leaves a parser as it was: build it once
     monkeypatch.chdir(tmp_path)
     kept = tmp_path / "tmp"
     kept.mkdir()

@@ -82,10 +82,18 @@ def check_cap_fits(size: int, what: str, allow_overcommit: bool) -> int:
     machine = machine_memory_bytes()
     if size > machine and not allow_overcommit:
         raise IcebenchError(
-            f"{what} {format_size(size)} is more than this machine's {format_size(machine)}: "
+            f"{what} {size_text(size)} is more than this machine's {format_size(machine)}: "
             "it would never be reached (pass --allow-overcommit to run anyway)"
         )
     return size
+
+
+def size_text(size: int) -> str:
+    """A size as one types it: `4g`, `300m`, else its bytes (a cap read into bytes, said back)."""
+    for unit, factor in (("g", 2**30), ("m", 2**20)):
+        if size % factor == 0:
+            return f"{size // factor}{unit}"
+    return str(size)
 
 
 def format_size(size: int | None) -> str:

@@ -12,7 +12,7 @@ from typing import Any, TypeVar, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from harness.base.caps import ISOLATIONS, check_cap_fits, format_size
+from harness.base.caps import ISOLATIONS, check_cap_fits, size_text
 from harness.base.errors import IcebenchError, first_error
 from harness.base.settings import BOX_ENV, CATALOGS, Flag, Settings, check_catalog, load_settings
 from harness.cli import names
@@ -332,7 +332,7 @@ def check_memory_within_box(loaded: Settings) -> None:
     """A worker cap above the box's is never what ends a worker: the box fills first."""
     if loaded.harness_memory and not loaded.allow_memory_above_box and loaded.memory > loaded.harness_memory:
         raise IcebenchError(
-            f"--memory {format_size(loaded.memory)} is above --harness-memory "
-            f"{format_size(loaded.harness_memory)}: the box, not the worker's cap, would end a worker "
+            f"--memory {size_text(loaded.memory)} is above --harness-memory "
+            f"{size_text(loaded.harness_memory)}: the box, not the worker's cap, would end a worker "
             "(lower --memory, or pass --allow-memory-above-box)"
         )

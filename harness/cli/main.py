@@ -33,12 +33,18 @@ from harness.cli.flags import harness_box_bytes
 from harness.cli.parser import DESCRIPTION, EPILOG, Parser, VersionAction
 
 
-def build_parser() -> Parser:
+def build_parser(arguments: Sequence[str] | None = None) -> Parser:
+    """The parser; given the command line, with the flags of the command it names only (the
+    others' help texts read the plug-ins' names: no need to, for one command)."""
     parser = Parser(prog="icebench", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action=VersionAction)
     subparsers = parser.add_subparsers(dest="command", required=True)
-    for name, command in commands().items():
-        command.add_arguments(subparsers.add_parser(name, help=help_line(command)))
+    found = commands()
+    named = next((word for word in arguments or [] if word in found), None)
+    for name, command in found.items():
+        subparser = subparsers.add_parser(name, help=help_line(command))
+        if arguments is None or name == named:
+            command.add_arguments(subparser)
     return parser
 
 
@@ -58,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.showwarning = show_warning
     arguments = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser().parse_args(arguments)
+        args = build_parser(arguments).parse_args(arguments)
         if (box_bytes := harness_box_bytes(args)) is not None:
             from harness.services.own_memory import run_in_box
 

@@ -197,12 +197,13 @@ def _group_key(record: RunRecord) -> GroupKey:
     )
 
 
+# The fields a record's scale fit shares with it (its key's of these names).
+FIT_OF_RECORD = ("scenario", "writer", "variant", "preset", "cap_bytes", "stack")
+
+
 def _fit_of(record: RunRecord, found: Sequence[Fit]) -> Fit | None:
     for fit in found:
-        key = fit.key
-        if (key.scenario, key.writer, key.variant, key.preset, key.cap_bytes, key.stack) == (
-            record.scenario, record.writer, record.variant, record.preset, record.cap_bytes, record.stack,
-        ):  # fmt: skip
+        if all(getattr(fit.key, name) == getattr(record, name) for name in FIT_OF_RECORD):
             return fit
     return None
 

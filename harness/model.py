@@ -279,7 +279,8 @@ class WorkerFigures(BaseModel):
     # The FileIO pyiceberg wrote through (--fileio), with its library's version; None: the writer's own IO.
     file_io: str | None = None
     worker_log: str | None = None
-    # (seconds, usage, rss) samples: the record's only; RunRecord.workers' entries go without.
+    # (seconds, usage, rss) samples, downsampled with the peak kept: written on the record, whose
+    # workers' entries (RunRecord.workers) go without theirs.
     memory_timeline: list[tuple[float, int, int]] = []
 
 

@@ -4,9 +4,10 @@ smallest cap each pair survives; both read back from the records alone."""
 import pytest
 from rich.console import Console
 
-from harness.cli import main as cli
 from harness.base.caps import cgroup_parent
 from harness.base.results import read_runs
+from harness.cli import main as cli
+from harness.cli import output
 from harness.model import RunRecord, Verdict
 from reports.baseline import newest_results_folder
 from reports.caps import cap_figures, cap_lines
@@ -76,7 +77,7 @@ def test_a_matrix_under_two_caps_says_what_fits_and_finds_each_writers_smallest_
 ):
     """The issue's command: a verdict per cap, then a figure per writer good to 10%."""
     console = Console(width=160, record=True)
-    monkeypatch.setattr(cli, "console", console)
+    monkeypatch.setattr(output, "console", console)
     code = cli.main(
         ["matrix", "--preset", "tiny", "--memory", "300m,1g", "--scenarios", "append",
          "--writers", "pyiceberg-table,pyiceberg-add-files", "--find-cap"]

@@ -15,14 +15,13 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from harness.base.results import ResultsStore
-from harness.base.settings import Settings
+from harness.base.settings import CATALOGS, Settings
 from harness.cli.main import main
 from harness.model import run_key
 from harness.run.runner import Runner, RunPlan
 from harness.services.s3_counter import COUNTER_BINARY
 from harness.services.stacks import started
 from harness.services.stacks.base import CATALOG_TOKEN_VARIABLE
-from harness.base.settings import CATALOGS
 
 pytestmark = pytest.mark.skipif(not COUNTER_BINARY.is_file(), reason="run make s3-counter")
 

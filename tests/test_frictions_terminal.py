@@ -7,8 +7,9 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
-from harness.cli import main as cli
 from harness.base.results import ResultsStore
+from harness.cli import main as cli
+from harness.cli import output
 from harness.engines.writers import writers
 from harness.model import Check, RunRecord, Verdict, metrics
 from reports.summary import summary_table
@@ -55,7 +56,7 @@ def matrix_folder(tmp_path_factory):
 
 def printed(monkeypatch, width: int, *args: str) -> list[str]:
     console = Console(width=width, record=True)
-    monkeypatch.setattr(cli, "console", console)
+    monkeypatch.setattr(output, "console", console)
     assert cli.main(list(args)) == 0
     return console.export_text().splitlines()
 

@@ -17,7 +17,8 @@ from harness.base.results import CHECKOUT, ResultsStore, environment, git_state,
 from harness.cli.main import main
 from harness.engines.writers import get_writer
 from harness.model import RESULTS_SCHEMA_VERSION, Gate, Metric, run_key
-from harness.run.matrix import MatrixConfig
+from harness.run.config import MatrixConfig
+from harness.run.matrix import axis_scenarios
 from reports.baseline import aggregate_runs, build_baseline, save_baseline
 from reports.compare import NOT_COMPARABLE, compare
 from reports.gate import GateThresholds, gate
@@ -142,18 +143,18 @@ def test_the_scale_axis_of_the_matrix_config():
     writers = ["pyiceberg-add-files", "pyiceberg-table"]
     # --scale alone: those writers over the default counts, append only.
     alone = MatrixConfig(writers=writers, scale_writers=["pyiceberg-txn-batches"]).resolved()
-    assert (alone.batches, alone.scale_writers, alone.axis_scenarios()) == (
+    assert (alone.batches, alone.scale_writers, axis_scenarios(alone)) == (
         [50, 100, 200],
         ["pyiceberg-txn-batches"],
         ["append"],
     )
     # --batches alone: the matrix's writers on the axis.
     axis = MatrixConfig(writers=writers, scenarios=["append", "upsert"], batches=[8, 2, 4]).resolved()
-    assert (axis.batches, axis.scale_writers, axis.axis_scenarios()) == ([2, 4, 8], writers, ["append"])
+    assert (axis.batches, axis.scale_writers, axis_scenarios(axis)) == ([2, 4, 8], writers, ["append"])
     assert MatrixConfig.model_validate({"scale_batches": [2, 4]}).batches == [2, 4]  # the former name
-    assert MatrixConfig(writers=writers).resolved().axis_scenarios() == []
+    assert axis_scenarios(MatrixConfig(writers=writers).resolved()) == []
     with pytest.raises(IcebenchError, match="needs its whole set"):
-        MatrixConfig(scenarios=["upsert"], batches=[2, 4]).resolved().axis_scenarios()
+        axis_scenarios(MatrixConfig(scenarios=["upsert"], batches=[2, 4]).resolved())
     with pytest.raises(ValueError, match="two different positive batch counts"):
         MatrixConfig(batches=[4])
 

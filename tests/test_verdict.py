@@ -9,10 +9,11 @@ from matplotlib.colors import to_hex
 from matplotlib.image import imread
 from rich.console import Console
 
-from harness.cli import main as cli
 from harness.base.caps import cgroup_parent
 from harness.base.errors import IcebenchError
 from harness.base.results import ResultsStore
+from harness.cli import main as cli
+from harness.cli import output
 from harness.engines.writers.dlt import DltWriter
 from harness.judge.oracle import OPERATION_COMPLETED, failed_check
 from harness.model import RunRecord, Verdict
@@ -167,7 +168,7 @@ def test_the_terminal_summary_fits_100_columns_with_its_headers(verdict_runs, mo
     named), every writer name whole (fast-append vs fast-append-naive), then the verdict."""
     folder, _ = verdict_runs
     console = Console(width=100, record=True)
-    monkeypatch.setattr(cli, "console", console)
+    monkeypatch.setattr(output, "console", console)
     assert cli.main(["summary", str(folder)]) == 0
     lines = console.export_text().splitlines()
     assert max(len(line) for line in lines) <= 100
@@ -180,7 +181,7 @@ def test_the_terminal_summary_fits_100_columns_with_its_headers(verdict_runs, mo
     assert any("verdict" in line for line in lines[-40:])  # the terminal ends on the verdict
 
     wide = Console(width=400, record=True)
-    monkeypatch.setattr(cli, "console", wide)
+    monkeypatch.setattr(output, "console", wide)
     assert cli.main(["summary", str(folder)]) == 0
     assert "┃ scenario" in wide.export_text()  # room enough: the table itself
 

@@ -21,7 +21,8 @@ def _terminated_while_starting(signum: int, _frame: FrameType | None) -> None:
     os._exit(128 + signum)
 
 
-if Path(sys.argv[0]).name == "icebench" or sys.argv[0] == "-m":  # the command, not an import by tests
+# The command (its script, or `python -m harness.cli`), not an import by tests.
+if Path(sys.argv[0]).name == "icebench" or Path(sys.argv[0]).parts[-2:] == ("cli", "__main__.py"):
     for _signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(_signum, _terminated_while_starting)
 

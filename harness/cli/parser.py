@@ -181,12 +181,14 @@ def versions(text: str) -> list[str]:
 
 def size(text: str) -> int:
     """A size in bytes ('2g'): parsed here once."""
+    if "," in text:
+        raise argparse.ArgumentTypeError(f"{text}: several caps are matrix's axis; this command takes one")
     return checked(parse_size)(text)
 
 
 def sizes(text: str) -> list[int]:
     """Sizes, comma-separated (matrix --memory 2g,4g: the cap axis), each in bytes."""
-    return [size(item) for item in comma_list(text) or [text]]
+    return [checked(parse_size)(item) for item in comma_list(text) or [text]]
 
 
 def folder(text: str) -> Path:

@@ -35,6 +35,14 @@ class Operation(StrEnum):
     UPSERT = "upsert"
 
 
+# The rounds workload's phases (harness/run/rounds.py) in a round's default order, each its operation.
+ROUND_PHASES: dict[str, Operation] = {
+    "append": Operation.APPEND,
+    "upsert": Operation.UPSERT,
+    "replace": Operation.REPLACE,
+}
+
+
 class EngineOptions(BaseModel):
     """A plug-in's options (a writer's or verifier's): what its engine needs beyond the run, such
     as Spark's master. Set in the config file's `[engines.<engine>]` table; this empty model is

@@ -3,6 +3,8 @@ scenario, so the light config models (harness/run/config.py) call here only when
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from generators.presets import get_preset
 from harness.engines.writers import get_writer, writers
 from scenarios import get_scenario, scenarios
@@ -18,7 +20,9 @@ def default_scenarios() -> list[str]:
     return [name for name, scenario in scenarios().items() if scenario.in_default_matrix]
 
 
-def check_names(presets: Sequence[str] = (), scenarios: Sequence[str] = (), writers: Sequence[str] = ()) -> None:
+def check_names(
+    presets: Sequence[str] = (), scenarios: Sequence[str] = (), writers: Sequence[str] = ()
+) -> None:
     """Every name known, else a one-line error naming it (with a near miss, if any)."""
     for name in presets:
         get_preset(name)

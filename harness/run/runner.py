@@ -27,7 +27,7 @@ from harness.base.results import ResultsStore, now_iso, read_report
 from harness.base.settings import Settings
 from harness.base.signals import signals_held
 from harness.engines.availability import unavailable_in
-from harness.engines.fileio import file_io_impl
+from harness.engines.choices import file_io_impl
 from harness.engines.spark import DEFAULT_ICEBERG_SPARK, ICEBERG_SPARK_VARIABLE, fetch_jars, spark_line
 from harness.engines.verifiers import Verifier, equality_delete_readers, get_verifier
 from harness.engines.writers import Writer, get_writer

@@ -135,7 +135,8 @@ browser:
 # afterwards, also when a test fails) where none answers, and the worker image built once.
 # `make test` leaves out the tests marked slow (pyproject.toml's markers); `make test-all` runs them too.
 TEST_TIER = -m "not slow"
-test: $(STAMP) $(REST_JAR) $(S3_COUNTER) $(SPARK_JARS) rust-worker images browser
+# The Rust worker is built beside the tests, not before them (tests/conftest.py): its tests run last.
+test: $(STAMP) $(REST_JAR) $(S3_COUNTER) $(SPARK_JARS) images browser
 	eval "$$(compose/docker-engine.sh env)" && ICEBENCH_REQUIRE_DOCKER=1 $(BIN)/pytest -q $(TEST_TIER); \
 		status=$$?; compose/docker-engine.sh stop --if-owner make; exit $$status
 

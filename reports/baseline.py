@@ -26,7 +26,7 @@ BASELINE_FORMAT = 2
 
 
 class Aggregate(BaseModel):
-    """What the runs of one key measured. The metrics of the registry (harness/model.py METRICS)
+    """What the runs of one key measured. The metrics of the registry (harness/model/__init__.py METRICS)
     are fields of their own, by name, so that adding a metric adds it here."""
 
     model_config = ConfigDict(extra="allow")

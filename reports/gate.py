@@ -1,7 +1,7 @@
 """The regression gate: thresholds applied to a comparison of current results with a baseline.
 
 What counts as a regression: a correctness check that passed now fails; a run that was ok no
-longer is (oom, error, unsupported); a metric the registry gates (harness/model.py METRICS: peak
+longer is (oom, error, unsupported); a metric the registry gates (harness/model/__init__.py METRICS: peak
 memory, wall time, manifests, orphan files, a fit's growth exponent) got worse beyond its
 threshold; a key of the baseline is missing from the current results. Improvements and new keys
 never fail the gate; keys whose writer module changed are listed as not comparable, never failed.

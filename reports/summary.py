@@ -86,7 +86,7 @@ Column = tuple[str, bool, Callable[[RunRecord], str]]  # header, right-aligned, 
 
 
 def columns() -> list[Column]:
-    """What ran, then a column per summary metric of the registry (harness/model.py METRICS)."""
+    """What ran, then a column per summary metric of the registry (harness/model/__init__.py METRICS)."""
     return [
         ("scenario", False, scenario_text),
         ("writer", False, writer_text),

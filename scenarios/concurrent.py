@@ -1,7 +1,7 @@
 """The concurrent family: several workers write to one table at once, each under its own cap.
 
 Each worker loads the table, opens its source, then waits for the others at a rendezvous
-(harness/model.py, Rendezvous): all write from the same snapshot, so every commit after the first
+(harness/model/__init__.py, Rendezvous): all write from the same snapshot, so every commit after the first
 meets a conflict. A writer may retry it (pyiceberg 0.12.0 does, 0.11 and older do not; Iceberg
 Java does) and its write lands, or fail cleanly: then none of the rows only it could have
 written may be in the table. A failed worker is no failed check; what it left behind is.

@@ -1,3 +1,8 @@
+import os
+import shutil
+import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -10,6 +15,7 @@ from harness.engines.writers import writers
 from harness.engines.writers.base import RustWriter
 from harness.run.matrix import prepare_data
 from harness.run.runner import Runner
+from harness.services import rust_worker
 from harness.services.stacks import get_stack, started
 from harness.services.stacks.embedded import EmbeddedStack
 from scenarios import scenarios
@@ -143,3 +149,33 @@ def _passed(record) -> bool | None:
 @pytest.fixture
 def verdict_passed() -> Callable[[object], bool | None]:
     return _passed
+
+
+# --- The Rust worker, built beside the suite rather than before it ----------------------------
+# A cold cargo build takes ~18 min on 2 cores: `make test` no longer waits for it. When the
+# session has Rust tests and the worker is not built, cargo starts in the background (niced) as the
+# suite starts; those tests run last, and rust_worker.worker_binary() waits for the build.
+RUST_TESTS = ("test_rust_writers.py", "test_rust_lint.py")
+RUST_BUILD_LOG = Path(".icebench") / "rust-worker-build.log"
+_rust_build: subprocess.Popen[bytes] | None = None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    global _rust_build
+    rust = [item for item in items if item.path.name in RUST_TESTS]
+    if not rust:
+        return
+    items[:] = [item for item in items if item.path.name not in RUST_TESTS] + rust
+    if shutil.which("cargo") and not rust_worker.binary_path().is_file():
+        RUST_BUILD_LOG.parent.mkdir(parents=True, exist_ok=True)
+        with RUST_BUILD_LOG.open("wb") as log:
+            command = ["nice", "-n", "10", sys.executable, "-m", "harness.services.rust_worker", "build"]
+            _rust_build = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)
+        print(f"\nbuilding the Rust worker in the background (pid {_rust_build.pid}, log {RUST_BUILD_LOG})")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The background build stopped with the session (by its process group), never left behind."""
+    if _rust_build is not None and _rust_build.poll() is None:
+        os.killpg(_rust_build.pid, signal.SIGTERM)
+        _rust_build.wait()

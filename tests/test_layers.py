@@ -83,6 +83,7 @@ MAY_PRINT = {
     "harness/engines/child_read.py": "a reading program's answer to its parent (spark_read, pyiceberg_read)",
     "harness/engines/availability.py": "a program of its own too, in a writer's environment: its answer",
     "harness/base/signals.py": "the CLI's signal handling: the last words before an exit",
+    "harness/services/rust_worker.py": "a program of its own too (make lint-rust asks it): its answer",
 }
 
 

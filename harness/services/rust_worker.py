@@ -81,8 +81,11 @@ def binary_path(version: str | None = None) -> Path:
 
 
 def worker_binary(version: str | None = None) -> Path:
-    """The built worker, or a one-line error saying how to build it."""
+    """The built worker, or a one-line error saying how to build it. A build under way (`make
+    test` starts one in the background) is waited for."""
     path = binary_path(version)
+    if not path.is_file():
+        wait_for_builds()
     if not path.is_file():
         how = (
             "`make bench RUST=1` (or `make rust-worker` alone; cargo, ~18 min the first time on 2 cores)"
@@ -91,6 +94,18 @@ def worker_binary(version: str | None = None) -> Path:
         )
         raise IcebenchError(f"the Rust worker is not built for these sources: run {how}")
     return path
+
+
+def _build_lock() -> Path:
+    return target_dir() / ".icebench-build.lock"
+
+
+def wait_for_builds() -> None:
+    """Until no harness builds a worker (each holds the build lock while cargo runs)."""
+    if not _build_lock().is_file():
+        return
+    with _build_lock().open() as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)
 
 
 def build(version: str | None = None) -> tuple[Path, float]:
@@ -109,7 +124,7 @@ def build(version: str | None = None) -> tuple[Path, float]:
     command += ["--locked"] if version is None else []
     environment = {**os.environ, "CARGO_TARGET_DIR": str(target)}
     target.mkdir(parents=True, exist_ok=True)
-    with (target / ".icebench-build.lock").open("w") as lock:
+    with _build_lock().open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # the build and the copy of its binary, one harness at a time
         # cargo's own lines ("Compiling datafusion ...") are the progress of a build that takes minutes.
         with subprocess.Popen(command, env=environment, stderr=subprocess.PIPE, text=True) as cargo:

@@ -1,4 +1,4 @@
-//! The worker contract, as harness/model.py defines it: the WorkerSpec in, the WorkerResult (or a
+//! The worker contract, as harness/model/__init__.py defines it: the WorkerSpec in, the WorkerResult (or a
 //! KillNote) out, the progress file and the rendezvous of concurrent runs. Field names are the
 //! Python models'; fields this worker does not use are ignored, so the spec may grow.
 

@@ -20,6 +20,7 @@ from harness.cli.parser import (
     batch_counts,
     config_file,
     known,
+    name_list,
     one_known,
     one_of,
     require_known,
@@ -29,7 +30,6 @@ from harness.cli.parser import (
     versions,
     within,
 )
-from harness.cli.parser import names as names_of
 from harness.engines.choices import FILE_IOS, file_io_impl
 from harness.run.config import YourData, load_matrix_config
 
@@ -151,7 +151,7 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
         help="your parquet set instead of a preset's: a file, a folder or a glob (or a generated set)",
     )  # fmt: skip
     parser.add_argument(
-        "--key", metavar="COL[,COL]", type=names_of,
+        "--key", metavar="COL[,COL]", type=name_list,
         help="your set's key: one column or several, unique and never null (default id)",
     )  # fmt: skip
     parser.add_argument(

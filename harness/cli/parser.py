@@ -107,7 +107,7 @@ def within(model: type[BaseModel], field: str, many: bool = False) -> Callable[[
     adapter: TypeAdapter[Any] = TypeAdapter(Annotated[info.annotation, *info.metadata])
 
     def parse(text: str) -> Any:
-        value: object = names(text) if many else text
+        value: object = name_list(text) if many else text
         try:
             return adapter.validate_python(value)
         except ValidationError as exc:
@@ -129,7 +129,7 @@ def int_from(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
-def names(text: str) -> list[str]:
+def name_list(text: str) -> list[str]:
     """`a,b`: at least one name (an empty list would silently mean every one)."""
     found = comma_list(text)
     if not found:
@@ -149,7 +149,7 @@ def known(kind: str, known_names: Callable[[], list[str]]) -> Callable[[str], li
     """`a,b` of names of `kind`, each one known: a misspelt one is refused as the flag is read."""
 
     def parse(text: str) -> list[str]:
-        given, choices = names(text), known_names()
+        given, choices = name_list(text), known_names()
         for name in given:
             checked(lambda name: require_known(kind, name, choices))(name)
         return given
@@ -176,7 +176,7 @@ def one_of(choices: Iterable[str]) -> str:
 
 
 def versions(text: str) -> list[str]:
-    return [checked(check_version)(version) for version in names(text)]
+    return [checked(check_version)(version) for version in name_list(text)]
 
 
 def size(text: str) -> int:

@@ -217,6 +217,16 @@ def add_axis_flags(
         parser.add_argument(flag.name, **options)
 
 
+def add_workload_flags(
+    parser: argparse.ArgumentParser, model: type[BaseModel], memory_axis: bool = False
+) -> None:
+    """A workload's flags (matrix, rounds): its axes, --report, your data and the settings."""
+    add_axis_flags(parser, model)
+    parser.add_argument("--report", action="store_true", help="end by writing report.html / report.md")
+    add_source_flags(parser)
+    add_settings_flags(parser, memory_axis)
+
+
 def _checked_text(flag: Flag) -> Any:
     def parse(text: str) -> str:
         if not text.strip():  # argparse's empty check skips appended flags; for --partition `none` is plain

@@ -7,9 +7,7 @@ from functools import partial
 
 from harness.base.caps import format_size
 from harness.cli.flags import (
-    add_axis_flags,
-    add_settings_flags,
-    add_source_flags,
+    add_workload_flags,
     cap_axis,
     settings,
     with_flags,
@@ -19,10 +17,7 @@ from harness.run.config import MatrixConfig, load_matrix_config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_axis_flags(parser, MatrixConfig)
-    parser.add_argument("--report", action="store_true", help="end by writing report.html / report.md")
-    add_source_flags(parser)
-    add_settings_flags(parser, memory_axis=True)
+    add_workload_flags(parser, MatrixConfig, memory_axis=True)
 
 
 def run(args: argparse.Namespace) -> None:

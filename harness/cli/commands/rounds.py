@@ -7,9 +7,7 @@ from functools import partial
 
 from harness.base.errors import IcebenchError
 from harness.cli.flags import (
-    add_axis_flags,
-    add_settings_flags,
-    add_source_flags,
+    add_workload_flags,
     settings,
     with_flags,
     your_data,
@@ -18,10 +16,7 @@ from harness.run.config import RoundsConfig, load_rounds_config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_axis_flags(parser, RoundsConfig)
-    parser.add_argument("--report", action="store_true", help="end by writing report.html / report.md")
-    add_source_flags(parser)
-    add_settings_flags(parser)
+    add_workload_flags(parser, RoundsConfig)
 
 
 def run(args: argparse.Namespace) -> None:

@@ -200,13 +200,12 @@ def add_axis_flags(
             options |= {"action": "store_true", "default": None}
             del options["metavar"]
         elif flag.names is not None:
-            take = known(flag.names, names.NAMES[flag.names])
-            options["type"] = take if listed else one_known(flag.names, names.NAMES[flag.names])
-            if flag.help.endswith(")"):
-                options["help"] = f"{flag.help[:-1]}; {one_of(names.NAMES[flag.names]())})"
+            choices = names.NAMES[flag.names]
+            options["type"] = (known if listed else one_known)(flag.names, choices)
+            options["help"] = f"{options['help']}; {one_of(choices())}"
         elif flag.repeated:
             options |= {"action": "append", "type": _checked_text(flag)}
-        elif listed and model.model_fields[field].annotation == list[int]:
+        elif annotation == list[int]:
             options["type"] = batch_counts
         elif listed:
             options["type"] = within(model, field, many=True)

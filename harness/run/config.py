@@ -37,7 +37,7 @@ class Axes(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     writers: Annotated[
-        list[str], Flag("--writers", "comma-separated writers (icebench writers lists them)", names="writer")
+        list[str], Flag("--writers", "comma-separated writers (default: the workload's own)", names="writer")
     ] = Field(default_factory=list)
 
     _split = field_validator("writers", mode="before")(comma_separated)

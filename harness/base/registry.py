@@ -54,7 +54,7 @@ def declared(package_dir: Path, skip: tuple[str, ...] = ("base",)) -> dict[str, 
     without importing them (the CLI checks names and writes its help in milliseconds; importing
     the writers takes seconds). A plug-in is a class that assigns itself a literal `name`; its other
     attributes are inherited as Python would, through the classes the package (`skip` included)
-    declares. tests/test_registry_declared.py holds these to what `discover` imports."""
+    declares. tests/test_cli_fast.py holds these to what `discover` imports."""
     classes: dict[str, tuple[list[str], dict[str, object]]] = {}
     plugins: list[str] = []
     for path in sorted(package_dir.glob("*.py")):

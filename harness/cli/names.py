@@ -1,5 +1,5 @@
 """The names a flag takes, read from the plug-ins' sources without importing them (importing the
-writers takes seconds; a misspelt name is refused in milliseconds). tests/test_cli_names.py holds
+writers takes seconds; a misspelt name is refused in milliseconds). tests/test_cli_fast.py holds
 them to the registries that import the plug-ins."""
 
 from __future__ import annotations

@@ -67,7 +67,9 @@ def test_a_kill_before_its_commit_leaves_the_table_at_its_previous_snapshot(runn
 def test_an_unbuilt_worker_is_the_runs_error_naming_the_fix(runner, tiny_sets, monkeypatch, tmp_path):
     monkeypatch.setenv(rust_worker.CACHE_VARIABLE, str(tmp_path))
     record = runner.run(plan("append", "iceberg-rust", tiny_sets))
-    assert record.status == "error" and "run `make bench RUST=1`" in record.error, record.error
+    assert record.status == "error" and "not built: `make bench RUST=1` builds it" in record.error, (
+        record.error
+    )
 
 
 def test_a_release_the_worker_cannot_build_with_is_one_line(monkeypatch, tmp_path):

@@ -87,12 +87,14 @@ def worker_binary(version: str | None = None) -> Path:
     if not path.is_file():
         wait_for_builds()
     if not path.is_file():
+        # The command first: the verdict's column shows a reason's first ~60 characters.
         how = (
-            "`make bench RUST=1` (or `make rust-worker` alone; cargo, ~18 min the first time on 2 cores)"
+            "`make bench RUST=1` builds it first (or `make rust-worker` alone; cargo, ~18 min the "
+            "first time on 2 cores)"
             if version is None
-            else f"`make rust-worker ICEBERG_RUST={version}`"
+            else f"`make rust-worker ICEBERG_RUST={version}` builds it"
         )
-        raise IcebenchError(f"the Rust worker is not built for these sources: run {how}")
+        raise IcebenchError(f"the Rust worker is not built: {how}")
     return path
 
 

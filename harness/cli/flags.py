@@ -39,7 +39,8 @@ ConfigTable = TypeVar("ConfigTable", bound=BaseModel)
 # runtime (--iceberg-spark 1.9.2,1.10.1: a jar, harness/services/envs.py JVM_RUNTIMES), and
 # iceberg-rust's crates (--iceberg-rust 0.10.0: the Rust worker built again, harness/services/rust_worker.py).
 VERSIONED_LIBRARIES = (
-    "pyiceberg", "pyiceberg-core", "dlt", "polars", "daft", "duckdb", "pyspark", "iceberg-spark", "iceberg-rust",
+    "pyiceberg", "pyiceberg-core", "dlt", "polars", "daft", "duckdb",
+    "pyspark", "iceberg-spark", "iceberg-rust",
 )  # fmt: skip
 
 

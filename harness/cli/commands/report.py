@@ -1,4 +1,4 @@
-"""Report.html + report.md with plots, next to the results."""
+"""Write report.html and report.md with plots, next to the results."""
 
 from __future__ import annotations
 

@@ -15,7 +15,8 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from harness.base.results import ResultsStore
-from harness.base.settings import CATALOGS, Settings
+from harness.base.config_file import CATALOGS
+from harness.base.settings import Settings
 from harness.cli.main import main
 from harness.model import run_key
 from harness.run.runner import Runner, RunPlan

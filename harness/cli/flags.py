@@ -8,13 +8,13 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any, TypeVar, get_origin
+from typing import TYPE_CHECKING, Any, TypeVar, get_origin
 
 from pydantic import BaseModel, ValidationError
 
 from harness.base.caps import ISOLATIONS, check_cap_fits, size_text
+from harness.base.config_file import CATALOGS, Flag
 from harness.base.errors import IcebenchError, first_error
-from harness.base.settings import BOX_ENV, CATALOGS, Flag, Settings, check_catalog, load_settings
 from harness.cli import names
 from harness.cli.parser import (
     batch_counts,
@@ -24,6 +24,7 @@ from harness.cli.parser import (
     one_known,
     one_of,
     require_known,
+    settings_model,
     size,
     sizes,
     spark_master,
@@ -32,6 +33,9 @@ from harness.cli.parser import (
 )
 from harness.engines.choices import FILE_IOS, file_io_impl
 from harness.run.config import YourData, load_matrix_config
+
+if TYPE_CHECKING:  # loaded when a command runs (pydantic-settings)
+    from harness.base.settings import Settings
 
 ConfigTable = TypeVar("ConfigTable", bound=BaseModel)
 
@@ -94,10 +98,10 @@ def add_settings_flags(parser: argparse.ArgumentParser, memory_axis: bool = Fals
         "--catalog", choices=CATALOGS, help=f"local-services' REST catalog (default: {CATALOGS[0]})"
     )
     parser.add_argument(
-        "--batch-rows", type=within(Settings, "batch_rows"), help="rows per batch handed to the writer"
+        "--batch-rows", type=within(settings_model, "batch_rows"), help="rows per batch handed to the writer"
     )
     parser.add_argument(
-        "--timeout", type=within(Settings, "worker_timeout_s"), metavar="SECONDS",
+        "--timeout", type=within(settings_model, "worker_timeout_s"), metavar="SECONDS",
         help="per-run worker time limit: a slower worker is killed and recorded as timed out (default 1800)",
     )  # fmt: skip
     for library in VERSIONED_LIBRARIES:
@@ -152,11 +156,11 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
         help="your change set for upsert, keyed as --source (default: derived from --source)",
     )  # fmt: skip
     parser.add_argument(
-        "--update-ratio", type=within(Settings, "update_ratio"),
+        "--update-ratio", type=within(settings_model, "update_ratio"),
         help="the derived change set's updates, a share of your rows (default 0.2)",
     )  # fmt: skip
     parser.add_argument(
-        "--insert-ratio", type=within(Settings, "insert_ratio"),
+        "--insert-ratio", type=within(settings_model, "insert_ratio"),
         help="the derived change set's new keys, a share of your rows (default 0.1)",
     )  # fmt: skip
 
@@ -270,6 +274,8 @@ def largest_cap(args: argparse.Namespace) -> int | None:
 def settings(args: argparse.Namespace) -> Settings:
     """The settings of a command that runs workers: config file < environment < flags, each
     checked before any engine loads (a bad or impossible cap, an unknown stack or catalog)."""
+    from harness.base.settings import check_catalog, load_settings
+
     loaded = load_settings(
         args.config,
         memory=largest_cap(args),
@@ -315,6 +321,8 @@ def engine_flags(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 
 def harness_box_bytes(args: argparse.Namespace) -> int | None:
     """The cap of the box the command must run in; None when none is asked or we are inside it."""
+    from harness.base.settings import BOX_ENV, load_settings
+
     if not hasattr(args, "harness_memory") or os.environ.get(BOX_ENV):
         return None
     loaded = load_settings(

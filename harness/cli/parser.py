@@ -14,8 +14,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from harness.base.caps import parse_size
+from harness.base.config_file import check_version, read_toml
 from harness.base.errors import IcebenchError, close_match
-from harness.base.settings import check_version, read_toml
 from harness.engines.choices import check_spark_master
 from harness.run.config import comma_list
 
@@ -99,14 +99,25 @@ def not_empty(convert: Callable[[str], Any]) -> Callable[[str], Any]:
     return parse
 
 
-def within(model: type[BaseModel], field: str, many: bool = False) -> Callable[[str], Any]:
+def settings_model() -> type[BaseModel]:
+    """Settings, loaded when a flag checked against it is given (pydantic-settings takes ~50 ms
+    that `--help` need not pay)."""
+    from harness.base.settings import Settings
+
+    return Settings
+
+
+def within(
+    model: type[BaseModel] | Callable[[], type[BaseModel]], field: str, many: bool = False
+) -> Callable[[str], Any]:
     """A flag's value checked against the type and range of `model`'s field (Settings,
-    MatrixConfig...): one range for the flag, the environment and the config file. `many`: a
-    comma-separated list, each item checked."""
-    info = model.model_fields[field]
-    adapter: TypeAdapter[Any] = TypeAdapter(Annotated[info.annotation, *info.metadata])
+    MatrixConfig...; or a function that loads it): one range for the flag, the environment and the
+    config file. `many`: a comma-separated list, each item checked."""
 
     def parse(text: str) -> Any:
+        found = model if isinstance(model, type) else model()
+        info = found.model_fields[field]
+        adapter: TypeAdapter[Any] = TypeAdapter(Annotated[info.annotation, *info.metadata])
         value: object = name_list(text) if many else text
         try:
             return adapter.validate_python(value)

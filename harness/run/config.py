@@ -7,15 +7,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from harness.base.caps import ByteSize
+from harness.base.config_file import Flag, read_table
 from harness.base.errors import IcebenchError
 from harness.base.layout_text import parse_layout, parse_partition, parse_property, parse_sort
-from harness.base.settings import Flag, Settings, read_table
 from harness.model import ROUND_PHASES, TableLayout
+
+if TYPE_CHECKING:  # annotations only: settings load pydantic-settings, which the CLI's help need not
+    from harness.base.settings import Settings
 
 DEFAULT_SCALE_BATCHES = [50, 100, 200]
 DEFAULT_ROUNDS_WRITERS = ["pyiceberg-add-files", "pyiceberg-fast-append", "pyiceberg-txn-batches"]

@@ -7,9 +7,8 @@ from pathlib import Path
 
 from generators.presets import MAX_COLUMNS, MAX_FILES, MAX_FIRST_KEY, MAX_ROWS, PRESETS
 from harness.base.errors import IcebenchError
-from harness.base.settings import Settings
 from harness.cli.flags import add_config_flag
-from harness.cli.parser import folder, int_from, size, spark_master, within
+from harness.cli.parser import folder, int_from, settings_model, size, spark_master, within
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,13 +16,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rows", type=int_from(1, MAX_ROWS))
     parser.add_argument("--columns", type=int_from(2, MAX_COLUMNS))
     parser.add_argument("--files", type=int_from(1, MAX_FILES), help="at most --rows")
-    parser.add_argument("--seed", type=within(Settings, "seed"), default=42)
+    parser.add_argument("--seed", type=within(settings_model, "seed"), default=42)
     parser.add_argument("--first-key", type=int_from(0, MAX_FIRST_KEY), default=0)
     parser.add_argument(
         "--changes-of", type=folder, metavar="BASE_DIR", help="write a change set of this base set"
     )
-    parser.add_argument("--update-ratio", type=within(Settings, "update_ratio"), default=0.2)
-    parser.add_argument("--insert-ratio", type=within(Settings, "insert_ratio"), default=0.1)
+    parser.add_argument("--update-ratio", type=within(settings_model, "update_ratio"), default=0.2)
+    parser.add_argument("--insert-ratio", type=within(settings_model, "insert_ratio"), default=0.1)
     parser.add_argument("--evolved", action="store_true", help="change rows carry an extra column")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument(

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from harness.base.settings import DEFAULT_CATALOG
+from harness.base.config_file import DEFAULT_CATALOG
 from harness.services.object_store import TABLE_BUCKET, S3Endpoint, SeaweedS3Server, seaweed_version
 from harness.services.processes import LOOPBACK, environment_variables, free_port
 from harness.services.rest_catalog import RestCatalogServer, fixture_version

@@ -22,9 +22,9 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
 from rich.table import Table
 
+from harness.base.config_file import read_table
 from harness.base.errors import IcebenchError
 from harness.base.reasons import counted
-from harness.base.settings import read_table
 from harness.model import Metric, metric, metrics
 from reports.baseline import Baseline, status_text
 from reports.compare import NOT_COMPARABLE, KeyComparison, change_text, compare, kind_metrics

@@ -14,8 +14,8 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from harness.base.results import ResultsStore
 from harness.base.config_file import CATALOGS
+from harness.base.results import ResultsStore
 from harness.base.settings import Settings
 from harness.cli.main import main
 from harness.model import run_key

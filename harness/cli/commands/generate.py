@@ -95,7 +95,7 @@ def _changes(args: argparse.Namespace):  # noqa: ANN202
 
 
 def _base_on_spark(args: argparse.Namespace):  # noqa: ANN202
-    from harness.base.settings import check_engines, load_settings
+    from harness.base.settings import load_settings
     from harness.cli.flags import engine_flags
     from harness.cli.output import console
     from harness.cli.session import check_plugins
@@ -104,8 +104,7 @@ def _base_on_spark(args: argparse.Namespace):  # noqa: ANN202
 
     base = _base_set(args)
     settings = load_settings(args.config, engines=engine_flags(args), memory=args.memory)
-    check_plugins(settings)
-    check_engines(settings.engines, {"spark": SparkOptions})
+    check_plugins(settings)  # [engines.spark] against SparkOptions, with every plug-in's options
     master = settings.engine_options(SparkOptions).master
     shape = f"{base['rows']} rows x {base['columns']} columns in {base['files']} files"
     with console.status(f"Spark ({master}) writes {shape}"):

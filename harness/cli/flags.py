@@ -18,9 +18,11 @@ from harness.base.errors import IcebenchError, first_error
 from harness.cli import names
 from harness.cli.parser import (
     batch_counts,
+    checked,
     config_file,
     known,
     name_list,
+    not_empty,
     one_known,
     one_of,
     require_known,
@@ -54,14 +56,9 @@ def _dest(library: str) -> str:
 
 
 def _file_ios(text: str) -> list[str]:
-    chosen = [name.strip() for name in text.split(",") if name.strip()]
+    chosen = name_list(text)
     for name in chosen:
-        try:
-            file_io_impl(name)
-        except IcebenchError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-    if not chosen:
-        raise argparse.ArgumentTypeError(f"no name in {text!r}")
+        checked(file_io_impl)(name)
     return chosen
 
 
@@ -201,13 +198,13 @@ def add_axis_flags(
             options["type"] = (known if listed else one_known)(flag.names, choices)
             options["help"] = f"{options['help']}; {one_of(choices())}"
         elif flag.repeated:
-            options |= {"action": "append", "type": _checked_text(flag)}
+            options |= {"action": "append", "type": _spelled(flag)}
         elif annotation == list[int]:
             options["type"] = batch_counts
         elif listed:
             options["type"] = within(model, field, many=True)
         elif flag.check is not None:
-            options["type"] = _checked_text(flag)
+            options["type"] = _spelled(flag)
         else:
             options["type"] = within(model, field)
         parser.add_argument(flag.name, **options)
@@ -223,18 +220,16 @@ def add_workload_flags(
     add_settings_flags(parser, memory_axis)
 
 
-def _checked_text(flag: Flag) -> Any:
+def _spelled(flag: Flag) -> Any:
+    """The flag's text, once its `check` took it (argparse's empty check skips appended flags:
+    `--partition ''` is refused here; `none` is the plain table)."""
+
     def parse(text: str) -> str:
-        if not text.strip():  # argparse's empty check skips appended flags; for --partition `none` is plain
-            raise argparse.ArgumentTypeError("must not be empty")
         if flag.check is not None:
-            try:
-                flag.check(text)
-            except IcebenchError as exc:
-                raise argparse.ArgumentTypeError(str(exc)) from None
+            checked(flag.check)(text)
         return text
 
-    return parse
+    return not_empty(parse)
 
 
 def with_flags(config: ConfigTable, args: argparse.Namespace, **more: object) -> ConfigTable:

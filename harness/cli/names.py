@@ -10,6 +10,7 @@ from pathlib import Path
 
 from generators.presets import PRESETS
 from harness.base.registry import declared
+from harness.model import ORACLE_READER
 
 HARNESS = Path(__file__).resolve().parent.parent
 
@@ -44,7 +45,7 @@ def stack_names() -> list[str]:
 
 def verifier_names() -> list[str]:
     """--verify-with: the oracle's own reader, or a verifier."""
-    return ["pyiceberg", *_plugins(HARNESS / "engines" / "verifiers")]
+    return [ORACLE_READER, *_plugins(HARNESS / "engines" / "verifiers")]
 
 
 # A Flag's `names` (harness/base/settings.py) -> the names it takes.

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from generators.presets import MAX_COLUMNS, MAX_FILES, MAX_FIRST_KEY, MAX_ROWS, PRESETS
 from harness.base.errors import IcebenchError
 from harness.cli.flags import add_config_flag
 from harness.cli.parser import folder, int_from, settings_model, size, spark_master, within
+
+if TYPE_CHECKING:  # annotations only: the manifest module loads pyarrow
+    from generators.manifest import DatasetManifest
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,7 +65,7 @@ def run(args: argparse.Namespace) -> None:
     )
 
 
-def _base(args: argparse.Namespace):  # noqa: ANN202 - generators.manifest.DatasetManifest, loaded on use
+def _base(args: argparse.Namespace) -> DatasetManifest:
     from generators.events import generate_events
     from generators.presets import get_preset
     from generators.wide import generate_base
@@ -76,7 +80,7 @@ def _base(args: argparse.Namespace):  # noqa: ANN202 - generators.manifest.Datas
         return generate_base(args.out, **base, progress=advance)
 
 
-def _changes(args: argparse.Namespace):  # noqa: ANN202
+def _changes(args: argparse.Namespace) -> DatasetManifest:
     from generators.changes import generate_changes
     from generators.datasets import data_set
     from harness.cli.output import generation_progress
@@ -94,7 +98,7 @@ def _changes(args: argparse.Namespace):  # noqa: ANN202
         )
 
 
-def _base_on_spark(args: argparse.Namespace):  # noqa: ANN202
+def _base_on_spark(args: argparse.Namespace) -> DatasetManifest:
     from harness.base.settings import load_settings
     from harness.cli.flags import engine_flags
     from harness.cli.output import console

@@ -14,7 +14,6 @@ from harness.cli import names
 from harness.cli.commands import commands
 from harness.engines.verifiers import verifier_names
 from harness.engines.writers import writers
-from harness.run.plugins import default_scenarios, default_writers
 from harness.services.stacks import stacks
 from scenarios import scenarios
 
@@ -87,8 +86,6 @@ def test_the_names_read_from_the_sources_are_the_registries():
     assert names.scenario_names() == list(scenarios())
     assert names.stack_names() == list(stacks())
     assert names.verifier_names() == verifier_names()
-    assert names.default_writer_names() == default_writers()
-    assert names.default_scenario_names() == default_scenarios()
 
 
 def test_an_axis_declared_once_is_on_matrix_rounds_and_the_config_file(tmp_path):

@@ -24,19 +24,9 @@ def writer_names() -> list[str]:
     return list(_plugins(HARNESS / "engines" / "writers"))
 
 
-def default_writer_names() -> list[str]:
-    return [name for name, attributes in _plugins(HARNESS / "engines" / "writers").items()
-            if attributes.get("in_default_matrix", True)]  # fmt: skip
-
-
 def scenario_names() -> list[str]:
     plugins = _plugins(HARNESS.parent / "scenarios")
     return [name for name, attributes in plugins.items() if attributes.get("listed", True)]
-
-
-def default_scenario_names() -> list[str]:
-    plugins = _plugins(HARNESS.parent / "scenarios")
-    return [name for name in scenario_names() if plugins[name].get("in_default_matrix", True)]
 
 
 def stack_names() -> list[str]:

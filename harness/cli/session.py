@@ -12,7 +12,8 @@ from harness.base.errors import IcebenchError
 from harness.base.ownership import owned
 from harness.base.results import ResultsStore, environment
 from harness.base.settings import Settings, check_engines
-from harness.cli.output import RichEvents, console, print_report, print_results
+from harness.cli import output
+from harness.cli.output import RichEvents, print_report, print_results
 from harness.engines.verifiers import get_verifier, verifiers
 from harness.engines.writers import writers
 from harness.model import EngineOptions, RunRecord
@@ -39,14 +40,14 @@ def session(settings: Settings) -> Iterator[tuple[ResultsStore, Stack]]:
     """A new results folder with its environment.json, and the stack's services up meanwhile;
     first, what harnesses killed before they could clean up left (harness.services.leftovers)."""
     if swept := sweep_leftovers(settings.results_dir):
-        console.print(f"swept what killed harnesses left: {swept}")
+        output.console.print(f"swept what killed harnesses left: {swept}")
     store = ResultsStore(settings.results_dir)
     store.write_environment(
         environment(resolve_isolation(settings.isolation), settings.model_dump(mode="json"))
     )
     with owned(store.folder), started(settings, store.folder / "services") as stack:
         yield store, stack
-        console.print(f"harness: resident peak {format_size(peak_since_start())}")
+        output.console.print(f"harness: resident peak {format_size(peak_since_start())}")
     if store.unwritten:  # each was said as it ran: the command must not pass as complete
         raise IcebenchError(f"{store.unwritten} run records could not be written to {store.runs_path}")
 
@@ -56,14 +57,14 @@ def run_workload(
 ) -> list[RunRecord]:
     """Says what runs where, runs `workload(store, stack, events)` in a session, then prints the
     tables, where the results are and, if asked, writes the report."""
-    console.print(
+    output.console.print(
         f"icebench {command}: {what}, cap {format_size(settings.memory)} "
         f"({resolve_isolation(settings.isolation)}), stack {settings.stack}"
     )
     with session(settings) as (store, stack):
         records = workload(store, stack, RichEvents())
     print_results(records, title=f"icebench {command} {store.run_id}")
-    console.print(f"results: {store.runs_path}")
+    output.console.print(f"results: {store.runs_path}")
     if report:
         print_report(write_report(store.folder))
     return records

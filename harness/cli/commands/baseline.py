@@ -15,11 +15,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> None:
     """`baseline save`, its only action so far."""
-    from harness.cli.output import console
+    from harness.cli import output
     from reports.baseline import save_baseline
 
     baseline = save_baseline(args.results_dirs, args.out)
-    console.print(
+    output.console.print(
         f"baseline of {len(baseline.runs)} run keys and {len(baseline.scales)} scale fits "
         f"from {', '.join(baseline.sources)}: {args.out}"
     )

@@ -19,7 +19,8 @@ def run(args: argparse.Namespace) -> None:
     """Each place with its size as it goes (kept ones with why); results are never touched."""
     from harness.base.caps import format_size
     from harness.base.settings import load_settings
-    from harness.cli.output import console, say
+    from harness.cli import output
+    from harness.cli.output import say
     from harness.services import cleanup
 
     found = cleanup.places(load_settings(args.config), everything=args.all)
@@ -28,6 +29,6 @@ def run(args: argparse.Namespace) -> None:
         say(str(removal))
         freed += removal.place.size if removal.outcome in ("removed", "would go") else 0
     if not found:
-        console.print("nothing of icebench's to remove")
+        output.console.print("nothing of icebench's to remove")
     else:
-        console.print(f"{format_size(freed)} {'would be freed' if args.dry_run else 'freed'}")
+        output.console.print(f"{format_size(freed)} {'would be freed' if args.dry_run else 'freed'}")

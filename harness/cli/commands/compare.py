@@ -14,7 +14,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> None:
     from harness.base.errors import warn
-    from harness.cli.output import console, print_not_comparable, show
+    from harness.cli import output
+    from harness.cli.output import print_not_comparable, show
     from reports.baseline import baseline_of
     from reports.compare import (
         compare,
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace) -> None:
     else:
         show(*comparison_tables(rows, title=f"{args.base} → {args.current}"))
     for change in version_changes(base, current):
-        console.print(f"version changed: {change}")
+        output.console.print(f"version changed: {change}")
     print_not_comparable(not_comparable(rows))
     if disjoint := nothing_shared(rows):
         warn(disjoint)

@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> None:
     from generators.checksum import short_form
-    from harness.cli.output import console
+    from harness.cli import output
 
     if args.changes_of:
         if args.engine != "pyarrow":
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> None:
         manifest = _base_on_spark(args)
     else:
         manifest = _base(args)
-    console.print(
+    output.console.print(
         f"wrote {manifest.rows} rows x {manifest.columns} columns in {len(manifest.files)} files "
         f"to {args.out} (checksum {short_form(manifest.checksum)})"
     )
@@ -100,8 +100,8 @@ def _changes(args: argparse.Namespace) -> DatasetManifest:
 
 def _base_on_spark(args: argparse.Namespace) -> DatasetManifest:
     from harness.base.settings import load_settings
+    from harness.cli import output
     from harness.cli.flags import engine_flags
-    from harness.cli.output import console
     from harness.cli.session import check_plugins
     from harness.engines.spark import SparkOptions
     from harness.engines.spark_generate import generate_base_on_spark
@@ -111,7 +111,7 @@ def _base_on_spark(args: argparse.Namespace) -> DatasetManifest:
     check_plugins(settings)  # [engines.spark] against SparkOptions, with every plug-in's options
     master = settings.engine_options(SparkOptions).master
     shape = f"{base['rows']} rows x {base['columns']} columns in {base['files']} files"
-    with console.status(f"Spark ({master}) writes {shape}"):
+    with output.console.status(f"Spark ({master}) writes {shape}"):
         return generate_base_on_spark(
             args.out, **base, master=master, cap_bytes=settings.memory if args.memory else None
         )

@@ -19,7 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> None:
     from harness.base.settings import load_settings
-    from harness.cli.output import console, print_report
+    from harness.cli import output
+    from harness.cli.output import print_report
     from reports.baseline import newest_results_folder
     from reports.report import write_report
     from reports.screenshot import screenshot
@@ -28,4 +29,4 @@ def run(args: argparse.Namespace) -> None:
     report = write_report(folder)
     print_report(report)
     if args.screenshot:
-        console.print(f"screenshot: {screenshot(report.html, args.screenshot)}")
+        output.console.print(f"screenshot: {screenshot(report.html, args.screenshot)}")

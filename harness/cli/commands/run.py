@@ -41,7 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> None:
     chosen = settings(args)
-    from harness.cli.output import RichEvents, console, print_failed_checks, print_results
+    from harness.cli import output
+    from harness.cli.output import RichEvents, print_failed_checks, print_results
     from harness.cli.session import check_plugins, exit_on_verdict, session
     from harness.run.matrix import check_layouts
     from harness.run.runner import Runner, RunPlan
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> None:
     ]
     with session(chosen) as (store, stack):
         doing = f"{args.scenario} x {args.writer} on {stack.name}: set-up, capped worker, oracle"
-        with console.status(doing) as status:
+        with output.console.status(doing) as status:
 
             def fed(count: int, rows: int) -> None:
                 status.update(f"{doing} ({count:,} of {rows:,} rows fed to the writer)")
@@ -72,5 +73,5 @@ def run(args: argparse.Namespace) -> None:
             ]
     print_results(records, title=f"icebench run {store.run_id}")
     print_failed_checks(records)
-    console.print(f"results: {store.runs_path}")
+    output.console.print(f"results: {store.runs_path}")
     exit_on_verdict(args, records)

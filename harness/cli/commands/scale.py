@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> None:
     """The scale axis alone: each writer at each batch count, no whole-set runs."""
     chosen = settings(args)
-    from harness.cli.output import RichEvents, console, print_report, show
+    from harness.cli import output
+    from harness.cli.output import RichEvents, print_report, show
     from harness.cli.session import check_plugins, exit_on_verdict, session
     from harness.run.config import MatrixConfig
     from harness.run.matrix import run_matrix, your_scenarios
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> None:
     with session(chosen) as (store, stack):
         records = run_matrix(chosen, config, store, stack, RichEvents(), yours)
     show(*(fit_table(fit) for fit in fits(records)))
-    console.print(f"results: {store.folder}")
+    output.console.print(f"results: {store.folder}")
     if args.report:
         print_report(write_report(store.folder))
     exit_on_verdict(args, records)

@@ -14,7 +14,8 @@ def run(_: argparse.Namespace) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from harness.cli.output import console, show
+    from harness.cli import output
+    from harness.cli.output import show
     from harness.engines.writers import writers
     from harness.model import Operation
     from harness.services.stacks import stacks
@@ -49,4 +50,4 @@ def run(_: argparse.Namespace) -> None:
         )
     show(table)
     for number, reason in enumerate(reasons, 1):
-        console.print(f"({number}) {escape(reason)}")
+        output.console.print(f"({number}) {escape(reason)}")

@@ -114,7 +114,7 @@ def add_settings_flags(parser: argparse.ArgumentParser, memory_axis: bool = Fals
         "--profile", choices=("memray",), help="record worker allocations; the report links a flame graph"
     )
     parser.add_argument(
-        "--verify-with", metavar="READER", type=one_known("reader", names.verifier_names),
+        "--verify-with", metavar="READER", type=one_known("verifier", names.verifier_names),
         help=f"one of {', '.join(names.verifier_names())}. pyiceberg: the oracle's own read alone (default); "
         "a verifier: reads too, must agree "
         "(on tables with equality deletes, which pyiceberg cannot read, its read is the one judged)",
@@ -304,7 +304,7 @@ def settings(args: argparse.Namespace) -> Settings:
     check_memory_within_box(loaded)
     # The config file's or the environment's names (the flags' were checked as they were read).
     require_known("stack", loaded.stack, names.stack_names())
-    require_known("reader", loaded.verify_with, names.verifier_names())
+    require_known("verifier", loaded.verify_with, names.verifier_names())
     check_catalog(loaded)
     return loaded
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
-import psutil
 from pydantic import BeforeValidator
 
 from harness.base.errors import IcebenchError, close_match
@@ -68,6 +67,8 @@ ByteSize = Annotated[int, BeforeValidator(size_of)]
 def machine_memory_bytes() -> int:
     """What the harness can have: physical memory, or less where a cgroup above us (a container)
     is limited. Our own harness box does not count: a worker cap is held to the machine's."""
+    import psutil  # here, not at the top: every --help reads a size flag, none needs psutil
+
     limits = [psutil.virtual_memory().total]
     for cgroup in _own_memory_cgroups():
         if not cgroup.name.startswith(f"{HARNESS_BOX_PREFIX}-"):

@@ -8,7 +8,7 @@ import hashlib
 import importlib
 import inspect
 import pkgutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TypeVar
@@ -55,9 +55,15 @@ def declared(package_dir: Path, skip: tuple[str, ...] = ("base",)) -> dict[str, 
     the writers takes seconds). A plug-in is a class that assigns itself a literal `name`; its other
     attributes are inherited as Python would, through the classes the package (`skip` included)
     declares. tests/test_cli_fast.py holds these to what `discover` imports."""
+    return declared_in(sorted(package_dir.glob("*.py")), skip)
+
+
+def declared_in(paths: Sequence[Path], skip: tuple[str, ...] = ()) -> dict[str, dict[str, object]]:
+    """`declared` over these files (a writer file of a user's: its classes' bases outside it
+    count for nothing but the `name` they declare)."""
     classes: dict[str, tuple[list[str], dict[str, object]]] = {}
     plugins: list[str] = []
-    for path in sorted(package_dir.glob("*.py")):
+    for path in paths:
         for node in ast.parse(path.read_text()).body:
             if not isinstance(node, ast.ClassDef):
                 continue
@@ -73,7 +79,9 @@ def declared(package_dir: Path, skip: tuple[str, ...] = ("base",)) -> dict[str, 
             inherited |= attributes(base)
         return inherited | own
 
-    found = {str(attributes(plugin)["name"]): attributes(plugin) for plugin in plugins}
+    found = {
+        str(attributes(plugin)["name"]): attributes(plugin) | {"class_name": plugin} for plugin in plugins
+    }
     return dict(sorted(found.items()))
 
 

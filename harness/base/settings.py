@@ -19,14 +19,16 @@ Isolation = Literal["auto", "cgroup", "docker", "rlimit", "none"]
 
 CONFIG_ENV = "ICEBENCH_CONFIG"
 BOX_ENV = "ICEBENCH_HARNESS_BOX"  # set inside the --harness-memory box: the command runs there, not again
+WRITER_FILES_ENV = "ICEBENCH_WRITER_FILES"  # --writer-file's references, to every process of the run
 DEFAULT_CONFIG = Path("icebench.toml")
 ENV_PREFIX = "ICEBENCH_"
-# ICEBENCH_* variables that are not settings: the config file's path, the harness box, the test
-# suite's switch, and what the shell scripts and services of compose/ read.
+# ICEBENCH_* variables that are not settings: the config file's path, the harness box, the writer files, the
+# test suite's switch, and what the shell scripts and services of compose/ read.
 OTHER_VARIABLES = frozenset(
     {
         CONFIG_ENV,
         BOX_ENV,
+        WRITER_FILES_ENV,
         PARENT_ENV,
         "ICEBENCH_REQUIRE_DOCKER",
         "ICEBENCH_CACHE",

@@ -111,6 +111,11 @@ def add_settings_flags(parser: argparse.ArgumentParser, memory_axis: bool = Fals
         help=f"run the pyiceberg writers through each of these FileIOs in turn: {', '.join(FILE_IOS)}",
     )  # fmt: skip
     parser.add_argument(
+        names.WRITER_FILE_FLAG, metavar="PATH.py|MODULE[:CLASS]", action="append", dest="writer_files",
+        help="a writer of your own (a Writer subclass, docs/writers.md) from this file or module: it joins "
+        "the writers of the run; again for another",
+    )  # fmt: skip
+    parser.add_argument(
         "--profile", choices=("memray",), help="record worker allocations; the report links a flame graph"
     )
     parser.add_argument(
@@ -195,7 +200,9 @@ def add_axis_flags(
             del options["metavar"]
         elif flag.names is not None:
             choices = names.NAMES[flag.names]
-            options["type"] = (known if listed else one_known)(flag.names, choices)
+            options["type"] = (known if listed else one_known)(
+                flag.names, choices, names.LATE_NAMES.get(flag.names)
+            )
             options["help"] = f"{options['help']}; {one_of(choices())}"
         elif flag.repeated:
             options |= {"action": "append", "type": _spelled(flag)}

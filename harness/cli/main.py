@@ -7,7 +7,8 @@ import os
 import signal
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -29,6 +30,7 @@ if Path(sys.argv[0]).name == "icebench" or Path(sys.argv[0]).parts[-2:] == ("cli
 from harness.base.errors import IcebenchError, IcebenchWarning, failure_line
 from harness.base.redaction import redact
 from harness.base.signals import terminates_like_ctrl_c
+from harness.cli import names
 from harness.cli.commands import commands, help_line
 from harness.cli.flags import harness_box_bytes
 from harness.cli.parser import DESCRIPTION, EPILOG, Parser, VersionAction
@@ -49,6 +51,19 @@ def build_parser(arguments: Sequence[str] | None = None) -> Parser:
     return parser
 
 
+@contextmanager
+def writer_files(refs: list[str] | None) -> Iterator[None]:
+    """The writers of --writer-file in the registry while the command runs (loaded only if given:
+    the registry imports every writer)."""
+    if not refs:
+        yield
+        return
+    from harness.engines.writers import used_writer_files
+
+    with used_writer_files(refs):
+        yield
+
+
 PYTHON_SHOWWARNING = warnings.showwarning
 
 
@@ -65,13 +80,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.showwarning = show_warning
     arguments = list(sys.argv[1:] if argv is None else argv)
     try:
+        names.given_writer_files(arguments)  # first: a writer flag may name one of their writers
         args = build_parser(arguments).parse_args(arguments)
         if (box_bytes := harness_box_bytes(args)) is not None:
             from harness.services.own_memory import run_in_box
 
             command = [sys.executable, "-m", "harness.cli", *arguments]
             return run_in_box(box_bytes, command, lambda line: print(line, file=sys.stderr))
-        commands()[args.command].run(args)
+        with writer_files(getattr(args, "writer_files", None)):
+            commands()[args.command].run(args)
     except KeyboardInterrupt:
         print("icebench: interrupted", file=sys.stderr)
         return 130

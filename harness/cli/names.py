@@ -4,15 +4,19 @@ them to the registries that import the plug-ins."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib.util
+from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 
 from generators.presets import PRESETS
-from harness.base.registry import declared
+from harness.base.registry import declared, declared_in
 from harness.model import ORACLE_READER
 
 HARNESS = Path(__file__).resolve().parent.parent
+WRITER_FILE_FLAG = "--writer-file"
+ENTRY_POINT_GROUP = "icebench.writers"  # as harness/engines/writers/__init__.py (which loads them)
+_writer_files: list[str] = []  # the command line's --writer-file references (`given_writer_files`)
 
 
 @cache
@@ -21,7 +25,57 @@ def _plugins(folder: Path) -> dict[str, dict[str, object]]:
 
 
 def writer_names() -> list[str]:
-    return list(_plugins(HARNESS / "engines" / "writers"))
+    """The built-in writers, then those the command line's writer files declare."""
+    return [*_plugins(HARNESS / "engines" / "writers"), *_file_writer_names(tuple(_writer_files))]
+
+
+def installed_writer_names() -> list[str]:
+    """The writers of installed plug-ins (`icebench.writers` entry points): asked only for a name
+    that is no other writer's (scanning the installed packages costs ~50 ms)."""
+    from importlib.metadata import entry_points
+
+    return [entry.name for entry in entry_points(group=ENTRY_POINT_GROUP)]
+
+
+def given_writer_files(arguments: Sequence[str]) -> list[str]:
+    """The --writer-file references of a command line, read before its flags are (a writer flag
+    may name one of their writers, in any order)."""
+    refs = []
+    for word, following in zip(arguments, [*arguments[1:], None], strict=True):
+        if word == WRITER_FILE_FLAG and following is not None:
+            refs.append(following)
+        elif word.startswith(f"{WRITER_FILE_FLAG}="):
+            refs.append(word.removeprefix(f"{WRITER_FILE_FLAG}="))
+    _writer_files[:] = refs
+    return refs
+
+
+@cache
+def _file_writer_names(refs: tuple[str, ...]) -> list[str]:
+    found: list[str] = []
+    for ref in refs:
+        module, _, class_name = ("", "", "") if ref.endswith(".py") else ref.partition(":")
+        path = Path(ref) if ref.endswith(".py") else _module_file(module)
+        if path is None or not path.is_file():
+            continue  # said in one line when the writers load, with what is wrong
+        try:
+            plugins = declared_in([path])
+        except (SyntaxError, ValueError, OSError):
+            continue  # likewise
+        found += [
+            name
+            for name, attributes in plugins.items()
+            if not class_name or attributes["class_name"] == class_name
+        ]
+    return found
+
+
+def _module_file(module: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    return Path(spec.origin) if spec and spec.origin else None
 
 
 def scenario_names() -> list[str]:
@@ -46,3 +100,5 @@ NAMES: dict[str, Callable[[], list[str]]] = {
     "stack": stack_names,
     "verifier": verifier_names,
 }
+# Names asked only when a flag's value is none of the above (harness/cli/parser.py's `known`).
+LATE_NAMES: dict[str, Callable[[], list[str]]] = {"writer": installed_writer_names}

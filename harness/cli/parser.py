@@ -156,11 +156,16 @@ def require_known(kind: str, name: str, choices: list[str]) -> None:
         )
 
 
-def known(kind: str, known_names: Callable[[], list[str]]) -> Callable[[str], list[str]]:
-    """`a,b` of names of `kind`, each one known: a misspelt one is refused as the flag is read."""
+def known(
+    kind: str, known_names: Callable[[], list[str]], late_names: Callable[[], list[str]] | None = None
+) -> Callable[[str], list[str]]:
+    """`a,b` of names of `kind`, each one known: a misspelt one is refused as the flag is read.
+    `late_names`: names too costly to read for every command line, asked only on a miss."""
 
     def parse(text: str) -> list[str]:
         given, choices = name_list(text), known_names()
+        if late_names is not None and any(name not in choices for name in given):
+            choices = [*choices, *late_names()]
         for name in given:
             checked(lambda name: require_known(kind, name, choices))(name)
         return given
@@ -168,9 +173,11 @@ def known(kind: str, known_names: Callable[[], list[str]]) -> Callable[[str], li
     return parse
 
 
-def one_known(kind: str, known_names: Callable[[], list[str]]) -> Callable[[str], str]:
+def one_known(
+    kind: str, known_names: Callable[[], list[str]], late_names: Callable[[], list[str]] | None = None
+) -> Callable[[str], str]:
     """One name of `kind`, known."""
-    several = known(kind, known_names)
+    several = known(kind, known_names, late_names)
 
     def parse(text: str) -> str:
         given = several(text)

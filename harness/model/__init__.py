@@ -324,6 +324,7 @@ class RunRecord(WorkerFigures):
     scenario: str
     writer: str
     writer_source: str | None = None  # short sha256 of the writer's code (Writer.source_digest)
+    writer_origin: str | None = None  # a writer from outside icebench: its file or module:class
     preset: str
     repeat: int = 0  # 0, 1, ... for repeated runs of one pair (matrix --repeat)
     variant: str | None = None  # e.g. "pyiceberg 0.9.1": the workers ran with that version

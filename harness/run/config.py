@@ -150,19 +150,25 @@ class MatrixConfig(Axes):
 
     def resolved(self) -> MatrixConfig:
         """Every name checked (one-line error for an unknown one), defaults filled in."""
-        from harness.run.plugins import check_names, default_scenarios, default_writers  # the registries
+        from harness.run.plugins import (  # the registries
+            check_names,
+            default_scenarios,
+            default_writers,
+            with_file_writers,
+        )
 
         check_names(
             presets=self.presets, scenarios=self.scenarios, writers=[*self.writers, *self.scale_writers]
         )
-        chosen_writers = self.writers or default_writers()
+        chosen_writers = with_file_writers(self.writers or default_writers())
         batches = self.batches or (DEFAULT_SCALE_BATCHES if self.scale_writers else [])
+        scale_writers = with_file_writers(self.scale_writers) if self.scale_writers else chosen_writers
         return self.model_copy(
             update={
                 "scenarios": self.scenarios or default_scenarios(),
                 "writers": chosen_writers,
                 "batches": batches,
-                "scale_writers": (self.scale_writers or chosen_writers) if batches else [],
+                "scale_writers": scale_writers if batches else [],
             }
         )
 
@@ -198,10 +204,10 @@ class RoundsConfig(Axes):
     def resolved(self) -> RoundsConfig:
         """Every name checked: a one-line error for an unknown preset or writer; no writers named:
         the rounds' own."""
-        from harness.run.plugins import check_names  # the registries
+        from harness.run.plugins import check_names, with_file_writers  # the registries
 
         check_names(presets=[self.preset], writers=self.writers)
-        return self.model_copy(update={"writers": self.writers or list(DEFAULT_ROUNDS_WRITERS)})
+        return self.model_copy(update={"writers": with_file_writers(self.writers or DEFAULT_ROUNDS_WRITERS)})
 
     def set_names(self) -> list[str]:
         """The sets the rounds feed and judge with: each round's set and, with upserts, its change set."""

@@ -6,13 +6,30 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from generators.presets import get_preset
-from harness.engines.writers import get_writer, writers
+from harness.base.errors import IcebenchError
+from harness.engines.writers import file_writers, get_writer, writers
 from scenarios import get_scenario, scenarios
 
 
 def default_writers() -> list[str]:
     """A matrix's writers when none are named: those that declare themselves in it."""
     return [name for name, writer in writers().items() if writer.in_default_matrix]
+
+
+def with_file_writers(chosen: Sequence[str]) -> list[str]:
+    """`chosen`, then the writers of --writer-file not among them: a user's own writer always runs."""
+    return [*chosen, *(name for name in file_writers() if name not in chosen)]
+
+
+def the_writers(named: str | list[str] | None = None, one: bool = False) -> list[str]:
+    """A command's writers: those named, else the writers of --writer-file (`one`: exactly one)."""
+    if named:
+        return [named] if isinstance(named, str) else named
+    found = file_writers()
+    if not found or (one and len(found) > 1):
+        files = f"--writer-file defines {len(found)} ({', '.join(found)}): " if found else ""
+        raise IcebenchError(f"{files}name the writer{'' if one else 's'} with --writer")
+    return found
 
 
 def default_scenarios() -> list[str]:

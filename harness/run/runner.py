@@ -30,7 +30,7 @@ from harness.engines.availability import unavailable_in
 from harness.engines.choices import file_io_impl
 from harness.engines.spark import DEFAULT_ICEBERG_SPARK, ICEBERG_SPARK_VARIABLE, fetch_jars, spark_line
 from harness.engines.verifiers import Verifier, equality_delete_readers, get_verifier
-from harness.engines.writers import Writer, get_writer
+from harness.engines.writers import Writer, get_writer, writer_file_variables, writer_folders, writer_origin
 from harness.engines.writers.base import ProgramWriter
 from harness.judge.oracle import TableState, capture_state, judge, orphan_files, unreadable_verdict
 from harness.judge.scan_cost import (
@@ -406,6 +406,7 @@ class Runner:
             "scenario": plan.scenario,
             "writer": plan.writer,
             "writer_source": writer.source_digest(),
+            "writer_origin": writer_origin(writer),
             "preset": plan.preset,
             "repeat": plan.repeat,
             "round": plan.round,
@@ -508,7 +509,7 @@ class Runner:
         # The worker's temp files (dlt's pipeline folder, Spark's scratch) go here, and are removed
         # from here whatever its end: a worker OOM-killed or SIGKILLed runs no cleanup of its own.
         scratch = work / SCRATCH_FOLDER
-        variables = {"TMPDIR": str(scratch), **self.worker_variables}
+        variables = {"TMPDIR": str(scratch), **self.worker_variables, **writer_file_variables()}
         limits = self._limits(worker_arguments(self.settings.profile, work), variables)
         try:
             scratch.mkdir(exist_ok=True)
@@ -516,7 +517,8 @@ class Runner:
                 if isinstance(cap, CgroupCap) and self.isolation == "docker":
                     worker.launched = launch_container(
                         cap, spec_path, worker.log, image=self.settings.worker_image,
-                        read_only=[self.settings.data_dir, spec.source_dir], writable=[self.store.folder],
+                        read_only=[self.settings.data_dir, spec.source_dir, *writer_folders()],
+                        writable=[self.store.folder],
                         on_start=on_start, **limits,
                     )  # fmt: skip
                 else:

@@ -21,8 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--writer",
-        required=True,
-        type=one_known("writer", names.writer_names),
+        type=one_known("writer", names.writer_names, names.installed_writer_names),
         help=one_of(names.writer_names()),
     )
     parser.add_argument(
@@ -45,22 +44,24 @@ def run(args: argparse.Namespace) -> None:
     from harness.cli.output import RichEvents, print_failed_checks, print_results
     from harness.cli.session import check_plugins, exit_on_verdict, session
     from harness.run.matrix import check_layouts
+    from harness.run.plugins import the_writers
     from harness.run.runner import Runner, RunPlan
     from harness.run.your_sets import run_sets
     from harness.services.envs import variants
 
     check_plugins(chosen)
+    writer = the_writers(args.writer, one=True)[0]
     preset, sets = run_sets(args.scenario, args.preset, your_data(args), chosen, RichEvents())
     layouts = MatrixConfig(
         partitions=args.partitions or [""], sort=args.sort or "", table_properties=args.table_properties or []
     ).layouts()
     check_layouts(layouts, [args.scenario], sets)
     plans = [
-        RunPlan(args.scenario, args.writer, preset, sets, chosen.batch_rows, chosen.memory, layout=layout)
+        RunPlan(args.scenario, writer, preset, sets, chosen.batch_rows, chosen.memory, layout=layout)
         for layout in layouts
     ]
     with session(chosen) as (store, stack):
-        doing = f"{args.scenario} x {args.writer} on {stack.name}: set-up, capped worker, oracle"
+        doing = f"{args.scenario} x {writer} on {stack.name}: set-up, capped worker, oracle"
         with output.console.status(doing) as status:
 
             def fed(count: int, rows: int) -> None:

@@ -11,7 +11,7 @@ from harness.cli.parser import batch_counts, known, one_known, one_of
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--writer", required=True, type=known("writer", names.writer_names),
+        "--writer", type=known("writer", names.writer_names, names.installed_writer_names),
         help=f"a writer, or several comma-separated, {one_of(names.writer_names())}",
     )  # fmt: skip
     parser.add_argument(
@@ -33,6 +33,7 @@ def run(args: argparse.Namespace) -> None:
     from harness.cli.session import check_plugins, exit_on_verdict, session
     from harness.run.config import MatrixConfig
     from harness.run.matrix import run_matrix, your_scenarios
+    from harness.run.plugins import the_writers
     from harness.run.your_sets import your_sets
     from reports.fits import fits
     from reports.report import write_report
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> None:
     config = MatrixConfig(
         presets=[args.preset or "small"],
         scenarios=scenario_names,
-        scale_writers=args.writer,
+        scale_writers=args.writer or the_writers(),
         batches=args.batches,
         scale_batch_rows=args.batch_rows,  # None: the set over the largest count
         whole_set=False,

@@ -62,6 +62,11 @@ class StepTimer:
             self.steps.append(time.perf_counter() - start)
 
 
+# The version of this contract (Writer, WriteJob, StepTimer; docs/writers.md). A writer from outside
+# icebench written for another version is refused by name before it runs.
+WRITER_CONTRACT = 1
+
+
 class UnsupportedOperation(IcebenchError):
     """A writer was asked for an operation it has no method for."""
 
@@ -76,6 +81,7 @@ class Writer:
 
     name: ClassVar[str]
     description: ClassVar[str]
+    contract: ClassVar[int] = WRITER_CONTRACT  # the contract it was written for
     # Its engine's options ([engines.<engine>] of the config file), as `job.options`; empty: none.
     options: ClassVar[type[EngineOptions]] = EngineOptions
     # True when the whole operation lands as one catalog commit (readers never see half of it).

@@ -154,18 +154,33 @@ def verdict_passed() -> Callable[[object], bool | None]:
 # --- The Rust worker, built beside the suite rather than before it ----------------------------
 # A cold cargo build takes ~18 min on 2 cores: `make test` no longer waits for it. When the
 # session has Rust tests and the worker is not built, cargo starts in the background (niced) as the
-# suite starts; those tests run last, and rust_worker.worker_binary() waits for the build.
+# suite starts; those tests (and every test a Rust writer parametrizes) run last, and
+# rust_worker.worker_binary() waits for the build.
 RUST_TESTS = ("test_rust_writers.py", "test_rust_lint.py")
 RUST_BUILD_LOG = Path(".icebench") / "rust-worker-build.log"
 _rust_build: subprocess.Popen[bytes] | None = None
 
 
+def _needs_rust_worker(item: pytest.Item) -> bool:
+    """A Rust test, or one a Rust writer parametrizes (it would wait for the build mid-suite)."""
+    if item.path.name in RUST_TESTS:
+        return True
+    params = getattr(item, "callspec", None)
+    values = [
+        part
+        for value in (params.params.values() if params is not None else [])
+        for part in (value if isinstance(value, tuple | list) else [value])
+    ]
+    rust_writers = {name for name, writer in writers().items() if issubclass(writer, RustWriter)}
+    return any(isinstance(value, str) and value in rust_writers for value in values)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     global _rust_build
-    rust = [item for item in items if item.path.name in RUST_TESTS]
+    rust = [item for item in items if _needs_rust_worker(item)]
     if not rust:
         return
-    items[:] = [item for item in items if item.path.name not in RUST_TESTS] + rust
+    items[:] = [item for item in items if item not in rust] + rust
     if shutil.which("cargo") and not rust_worker.binary_path().is_file():
         RUST_BUILD_LOG.parent.mkdir(parents=True, exist_ok=True)
         with RUST_BUILD_LOG.open("wb") as log:
@@ -179,3 +194,23 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if _rust_build is not None and _rust_build.poll() is None:
         os.killpg(_rust_build.pid, signal.SIGTERM)
         _rust_build.wait()
+
+
+@pytest.fixture(autouse=True)
+def _says_when_a_test_waits_for_the_rust_build(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test not moved last that waits for the background build holds up the whole suite: it says so."""
+    if _rust_build is None or _needs_rust_worker(request.node):
+        return
+    waits = rust_worker.wait_for_builds
+
+    def said() -> None:
+        if _rust_build is not None and _rust_build.poll() is None:
+            print(
+                f"\n{request.node.nodeid} waits for the Rust worker's build (tests/conftest.py)",
+                file=sys.__stderr__,
+            )
+        waits()
+
+    monkeypatch.setattr(rust_worker, "wait_for_builds", said)

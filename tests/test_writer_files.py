@@ -79,7 +79,7 @@ def test_a_writer_that_grows_past_its_cap_is_oom_killed_not_the_harness(tmp_path
 @pytest.mark.parametrize(
     ("source", "expected"),
     [
-        (None, "writer file {path}: no such file"),
+        (None, "argument --writer-file: {path} does not exist or is not a file"),
         ("def append(:\n", "writer file {path}: SyntaxError: invalid syntax (bad.py, line 1)"),
         ("import no_such_library_of_yours\n", "writer file {path}: ModuleNotFoundError: No module named"),
         ("x = 1\n", "writer file {path}: defines no Writer subclass"),
@@ -104,7 +104,9 @@ def test_a_writer_file_that_cannot_load_is_one_line_before_any_work(
     before = sorted(settings.results_dir.glob("*")) if settings.results_dir.exists() else []
     assert main(["run", "--scenario", "append", "--writer-file", str(path)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"icebench: error: {expected.format(path=path.resolve())}"), err
+    assert err.startswith(
+        f"icebench: error: {expected.format(path=path if source is None else path.resolve())}"
+    ), err
     assert len(err.splitlines()) == 1
     assert (sorted(settings.results_dir.glob("*")) if settings.results_dir.exists() else []) == before
 

@@ -9,8 +9,9 @@ from typing import Any, Literal, TypeVar
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from harness.base.builds import check_library_version
 from harness.base.caps import ByteSize
-from harness.base.config_file import CATALOGS, DEFAULT_CATALOG, check_version, read_toml
+from harness.base.config_file import CATALOGS, DEFAULT_CATALOG, read_toml
 from harness.base.errors import IcebenchError, close_match, first_error
 from harness.base.orphan_guard import PARENT_ENV
 from harness.model import EngineOptions
@@ -124,8 +125,7 @@ class Settings(BaseSettings):
         for library, versions in value.items():
             if not versions:
                 raise ValueError(f"no version of {library}")
-            for version in versions:
-                check_version(version)
+            versions[:] = [check_library_version(version, library) for version in versions]
         return value
 
     def engine_table(self, model: type[EngineOptions]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_origin
 
 from pydantic import BaseModel, ValidationError
 
+from harness.base.builds import RELEASES_ONLY
 from harness.base.caps import ISOLATIONS, check_cap_fits, size_text
 from harness.base.config_file import CATALOGS, Flag
 from harness.base.errors import IcebenchError, first_error
@@ -32,6 +33,7 @@ from harness.cli.parser import (
     spark_master,
     versions,
     within,
+    writer_reference,
 )
 from harness.engines.choices import FILE_IOS, file_io_impl
 from harness.run.config import YourData, load_matrix_config
@@ -103,8 +105,9 @@ def add_settings_flags(parser: argparse.ArgumentParser, memory_axis: bool = Fals
     )  # fmt: skip
     for library in VERSIONED_LIBRARIES:
         parser.add_argument(
-            f"--{library}", metavar="VERSIONS", type=versions, dest=_dest(library),
-            help=f"run the workers with each of these {library} versions (comma-separated), in turn",
+            f"--{library}", metavar="VERSIONS", type=versions(library), dest=_dest(library),
+            help=f"run the workers with each of these {library} versions (comma-separated), in turn"
+            + ("" if library in RELEASES_ONLY else "; or builds of a checkout folder, wheel, sdist, VCS URL"),
         )  # fmt: skip
     parser.add_argument(
         "--fileio", metavar="NAMES", type=_file_ios,
@@ -112,6 +115,7 @@ def add_settings_flags(parser: argparse.ArgumentParser, memory_axis: bool = Fals
     )  # fmt: skip
     parser.add_argument(
         names.WRITER_FILE_FLAG, metavar="PATH.py|MODULE[:CLASS]", action="append", dest="writer_files",
+        type=writer_reference,
         help="a writer of your own (a Writer subclass, docs/writers.md) from this file or module: it joins "
         "the writers of the run; again for another",
     )  # fmt: skip

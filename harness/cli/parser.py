@@ -13,8 +13,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from harness.base.builds import check_library_version
 from harness.base.caps import parse_size
-from harness.base.config_file import check_version, read_toml
+from harness.base.config_file import read_toml
 from harness.base.errors import IcebenchError, close_match
 from harness.engines.choices import check_spark_master
 from harness.run.config import comma_list
@@ -193,8 +194,17 @@ def one_of(choices: Iterable[str]) -> str:
     return f"one of: {', '.join(choices)}"
 
 
-def versions(text: str) -> list[str]:
-    return [checked(check_version)(version) for version in name_list(text)]
+def versions(library: str) -> Callable[[str], list[str]]:
+    """`--LIBRARY a,b`: releases, or (for a Python library) builds from source, each checked."""
+
+    def parse(text: str) -> list[str]:
+        return [
+            checked(lambda given: check_library_version(given, library))(version)
+            for version in name_list(text)
+        ]
+
+    parse.__name__ = "version"
+    return parse
 
 
 def size(text: str) -> int:
@@ -214,6 +224,20 @@ def folder(text: str) -> Path:
     if not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} does not exist or is not a folder")
     return path
+
+
+def writer_reference(text: str) -> str:
+    """--writer-file: a Python file that exists, or `module` / `module:Class` spelt as Python names."""
+    if text.endswith(".py"):
+        if not Path(text).is_file():
+            raise argparse.ArgumentTypeError(f"{text} does not exist or is not a file")
+        return text
+    module, _, class_name = text.partition(":")
+    if not all(part.isidentifier() for part in module.split(".")) or (
+        class_name and not class_name.isidentifier()
+    ):
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a .py file nor module[:Class]")
+    return text
 
 
 def config_file(text: str) -> Path:

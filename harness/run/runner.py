@@ -20,6 +20,7 @@ from typing import Any
 from pyiceberg.io import PY_IO_IMPL
 from pyiceberg.table import Table
 
+from harness.base.builds import parse_source
 from harness.base.caps import CgroupCap, MemoryCap, format_size, make_cap, resolve_isolation
 from harness.base.errors import DISK_ERRNOS, IcebenchError, one_line, warn
 from harness.base.progress import ProgressReport, read_progress, watching
@@ -58,7 +59,14 @@ from harness.model import (
 from harness.run.classify import classify, scan_figures, traffic_figures
 from harness.services import rust_worker
 from harness.services.container import launch_container
-from harness.services.envs import FILE_IO_AXIS, Variant, library_env, pinned_versions, requirements_env
+from harness.services.envs import (
+    FILE_IO_AXIS,
+    Variant,
+    installed_version,
+    library_env,
+    pinned_versions,
+    requirements_env,
+)
 from harness.services.launcher import Launch, RunningWorkers, WorkerHandle, launch_worker
 from harness.services.leftovers import SCRATCH_FOLDER
 from harness.services.own_memory import measure_peak_rss, release_freed_memory
@@ -186,6 +194,8 @@ class Runner:
             line = spark_line(variant.version)  # one no Iceberg runtime is built for: refused before pip
             fetch_jars(DEFAULT_ICEBERG_SPARK, line)
         self.python = library_env(variant.library, variant.version, self.envs_root)
+        if parse_source(variant.version) is not None:  # named as built, from the environment it runs in
+            self.variant = Variant(variant.library, installed_version(self.python, variant.library))
 
     def equality_reader(self) -> tuple[Verifier, EngineOptions] | str:
         """The cheapest verifier that applies equality deletes and can run on this stack, with its

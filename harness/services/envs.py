@@ -11,6 +11,7 @@ between two versions' results is the library's. Created once, then cached; creat
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.base.builds import BUILD_NOTE, build_tag, parse_source
 from harness.base.checkout import REPO_ROOT
 from harness.base.errors import IcebenchError
 
@@ -33,13 +35,23 @@ def env_name(requirements: Sequence[str]) -> str:
 
 
 def library_env(library: str, version: str, root: Path) -> Path:
-    """The python executable of an environment with `library==version`, created if missing."""
-    return requirements_env([f"{library}=={version}"], root)
+    """The python executable of an environment with `library==version`, or with `library` built
+    from the source `version` names (harness/base/builds.py: one environment per digest of the
+    source's tree), created if missing."""
+    source = parse_source(version)
+    if source is None:
+        return requirements_env([f"{library}=={version}"], root)
+    note = source.note()  # the tree's digest and commit: the same content committed again is another build
+    name = f"{library}-src-{build_tag(note)}-{note['digest']}"
+    return requirements_env([source.requirement(library)], root, name, {library: note})
 
 
-def requirements_env(requirements: Sequence[str], root: Path) -> Path:
-    """The python executable of an environment with these pip requirements, created if missing."""
-    folder = root / env_name(requirements)
+def requirements_env(
+    requirements: Sequence[str], root: Path, name: str | None = None, notes: dict[str, object] | None = None
+) -> Path:
+    """The python executable of an environment with these pip requirements, created if missing;
+    `name` its folder's (default: the requirements'), `notes` what its source builds are (BUILD_NOTE)."""
+    folder = root / (name or env_name(requirements))
     python = folder / "bin" / "python"
     if (folder / READY).is_file():
         _point_at_main(python)  # an env made by another checkout or venv of icebench
@@ -54,6 +66,8 @@ def requirements_env(requirements: Sequence[str], root: Path) -> Path:
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise IcebenchError(f"cannot install {' '.join(requirements)} into {folder}: {last}")
+    if notes:
+        (folder / BUILD_NOTE).write_text(json.dumps(notes, indent=2) + "\n")
     (folder / READY).write_text("\n".join(requirements) + "\n")
     return python
 
@@ -80,8 +94,10 @@ def pinned_versions(requirements: Sequence[str]) -> dict[str, str]:
 
 
 def installed_version(python: Path, library: str) -> str:
+    """`library`'s version as `python`'s environment holds it (a source build's with its origin)."""
+    asked = f"from harness.base.builds import library_version; print(library_version({library!r}))"
     done = subprocess.run(
-        [str(python), "-c", f"from importlib.metadata import version; print(version({library!r}))"],
+        [str(python), "-c", asked],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     return done.stdout.strip() if done.returncode == 0 else "missing"

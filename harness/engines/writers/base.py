@@ -8,7 +8,6 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from typing import ClassVar, Literal
 
 import pyarrow as pa
@@ -16,6 +15,7 @@ from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.table import Table, Transaction
 
 from generators.source import ParquetSource
+from harness.base.builds import library_version
 from harness.base.errors import IcebenchError
 from harness.base.registry import source_hash
 from harness.model import EngineOptions, Operation, TableLayout
@@ -178,14 +178,8 @@ class Writer:
     @classmethod
     def versions(cls) -> dict[str, str]:
         """Its libraries' versions, and those of the libraries it uses through them (pyiceberg-core)."""
-        found = {}
         used_through = [library for library, carrier in USED_THROUGH.items() if carrier in cls.libraries]
-        for library in (*cls.libraries, *used_through):
-            try:
-                found[library] = version(library)
-            except PackageNotFoundError:
-                found[library] = "missing"
-        return found
+        return {library: library_version(library) for library in (*cls.libraries, *used_through)}
 
 
 @contextmanager

@@ -1,0 +1,108 @@
+"""A library on a version axis built from source: named as built (version + commit, dirty or
+clean) from the environment its worker ran in, rebuilt when its tree changes, reused otherwise."""
+
+import importlib
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.base.builds import Source, build_tag, check_library_version, parse_source
+from harness.base.results import read_runs
+from harness.cli.main import main
+from reports.baseline import newest_results_folder
+
+pytestmark = pytest.mark.usefixtures("cli_settings")
+
+PYPROJECT = """[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "{name}"
+version = "{version}"
+
+[tool.setuptools.packages.find]
+include = ["{name}*"]
+
+[tool.setuptools.package-data]
+"*" = ["*.so", "*.pyi", "py.typed", "*.json"]
+"""
+
+
+def git(folder: Path, *arguments: str) -> str:
+    command = ["git", "-C", str(folder), "-c", "user.name=t", "-c", "user.email=t@t", *arguments]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def checkout_of_installed(library: str, folder: Path, version: str) -> Path:
+    """The installed `library` copied into a package folder of its own at `version`, committed."""
+    installed = Path(importlib.import_module(library).__file__).parent
+    shutil.copytree(installed, folder / library, ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / "pyproject.toml").write_text(PYPROJECT.format(name=library, version=version))
+    git(folder, "init", "-q")
+    git(folder, "add", ".")
+    git(folder, "commit", "-qm", "a branch of the user's")
+    return folder
+
+
+def test_a_checkout_on_the_axis_is_named_as_built_and_rebuilt_when_its_tree_changes(tmp_path, settings):
+    checkout = checkout_of_installed("pyiceberg", tmp_path / "pyiceberg-branch", "0.12.0.post900")
+    commit = git(checkout, "rev-parse", "--short=7", "HEAD")
+    envs = settings.data_dir.parent / "envs"
+
+    def run_on_the_axis() -> tuple[str | None, str]:
+        arguments = [
+            "run",
+            "--scenario",
+            "append",
+            "--writer",
+            "pyiceberg-table",
+            "--pyiceberg",
+            str(checkout),
+        ]
+        assert main(arguments) == 0
+        [record] = read_runs(newest_results_folder(settings.results_dir))
+        assert record.verdict.passed, record.verdict
+        return record.variant, record.versions["pyiceberg"]
+
+    assert run_on_the_axis() == (f"pyiceberg 0.12.0.post900+{commit}", f"0.12.0.post900+{commit}")
+    built = sorted(envs.glob("pyiceberg-src-*"))
+    assert run_on_the_axis()[0] == f"pyiceberg 0.12.0.post900+{commit}"
+    assert sorted(envs.glob("pyiceberg-src-*")) == built  # unchanged source: the same environment
+
+    with (checkout / "pyiceberg" / "__init__.py").open("a") as init:
+        init.write("\nBRANCH_MARK = 1  # a change not yet committed\n")
+    assert run_on_the_axis() == (f"pyiceberg 0.12.0.post900+{commit}.dirty", f"0.12.0.post900+{commit}.dirty")
+    assert len(sorted(envs.glob("pyiceberg-src-*"))) == len(built) + 1  # the changed tree: built again
+
+
+def test_what_an_axis_takes_and_refuses(tmp_path):
+    assert parse_source("1.23.0") is None and check_library_version("1.23.0") == "1.23.0"
+    assert parse_source("git+https://github.com/dlt-hub/dlt@dc01193") == Source(
+        "git+https://github.com/dlt-hub/dlt@dc01193", "vcs"
+    )
+    wheel = tmp_path / "dlt-1.23.0-py3-none-any.whl"
+    wheel.write_bytes(b"not really")
+    assert check_library_version(str(wheel)) == str(wheel.resolve())
+    with pytest.raises(ValueError, match="no Python package to build"):
+        parse_source(str(tmp_path))  # a folder without pyproject.toml or setup.py
+    notes = tmp_path / "notes.txt"
+    notes.write_text("x")
+    with pytest.raises(ValueError, match="not a wheel or sdist"):
+        parse_source(str(notes))
+    with pytest.raises(ValueError, match="not a version, a source folder"):
+        parse_source("../no-such-checkout")
+    with pytest.raises(ValueError, match="iceberg-rust takes releases only"):
+        check_library_version(str(wheel), "iceberg-rust")
+    assert build_tag({"commit": "dc01193", "dirty": True}) == "dc01193.dirty"
+    assert build_tag({"commit": None, "digest": "0123456789abcdef"}) == "src.01234567"
+
+
+def test_a_source_that_is_not_there_is_one_line_before_any_work(capsys, tmp_path):
+    assert main(["run", "--scenario", "append", "--writer", "dlt", "--dlt", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(
+        "icebench: error: argument --dlt: not a version, a source folder, a wheel or sdist"
+    ), err

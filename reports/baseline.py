@@ -136,28 +136,56 @@ def build_baseline(results_dirs: Sequence[Path]) -> Baseline:
     """Every run key of the folders aggregated, and the growth fit of every key's scale points."""
     if not results_dirs:
         raise IcebenchError("a baseline needs at least one results folder")
+    records: list[RunRecord] = []
+    environments: list[dict[str, str]] = []
+    for folder in results_dirs:
+        found, environment_versions = _read_folder(folder)
+        records += found
+        if not found:  # the environment is all that names the versions
+            environments.append(environment_versions)
+    return baseline_of_records(records, [str(folder) for folder in results_dirs], environments)
+
+
+def baseline_of_records(
+    records: Sequence[RunRecord], sources: list[str], environments: Sequence[dict[str, str]] = ()
+) -> Baseline:
+    """The records' run keys aggregated, and the growth fit of every key's scale points."""
     runs: defaultdict[str, list[RunRecord]] = defaultdict(list)
     points: list[RunRecord] = []
-    versions: list[dict[str, str]] = []
-    for folder in results_dirs:
-        records, environment_versions = _read_folder(folder)
-        for record in records:
-            # The points of a scale fit are runs too, of growing sizes: the fit stands for them.
-            if record.limit_rows is None:
-                runs[run_key(record).text].append(record)
-            else:
-                points.append(record)
-            versions.append(record.versions)
-        if not records:  # the environment is all that names the versions
-            versions.append(environment_versions)
+    for record in records:
+        # The points of a scale fit are runs too, of growing sizes: the fit stands for them.
+        if record.limit_rows is None:
+            runs[run_key(record).text].append(record)
+        else:
+            points.append(record)
     scales = {fit.key.text: aggregate_fit(fit) for fit in fits(points)}
     return Baseline(
         created_at=now_iso(),
-        sources=[str(folder) for folder in results_dirs],
-        versions=_merge_versions(versions),
+        sources=sources,
+        versions=_merge_versions([*(r.versions for r in records), *environments]),
         runs={key: aggregate_runs(records) for key, records in sorted(runs.items())},
         scales=dict(sorted(scales.items())),
     )
+
+
+def of_variant(records: Sequence[RunRecord], label: str) -> list[RunRecord]:
+    """The runs of one variant of a library axis (`dlt 1.31.0`, `dlt 1.23.0+dc01193`), with the
+    variant left out of their keys: the same pair under two variants then has one key."""
+    found = [r.model_copy(update={"variant": None}) for r in records if r.variant == label]
+    if not found:
+        ran = ", ".join(dict.fromkeys(r.variant for r in records if r.variant is not None)) or "none"
+        raise IcebenchError(f"no runs of variant {label!r}; the variants that ran: {ran}")
+    return found
+
+
+def variant_baselines(results_dirs: Sequence[Path], base: str, current: str) -> tuple[Baseline, Baseline]:
+    """The folders' runs of two variants, each as a baseline keyed without the variant."""
+    records = [record for folder in results_dirs for record in _read_folder(folder)[0]]
+    base_side, current_side = (
+        baseline_of_records(of_variant(records, label), [f"{folder} [{label}]" for folder in results_dirs])
+        for label in (base, current)
+    )
+    return base_side, current_side
 
 
 def save_baseline(results_dirs: list[Path], path: Path) -> Baseline:

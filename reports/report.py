@@ -43,6 +43,7 @@ from reports.summary import (
     unsupported_rows,
     worker_rows,
 )
+from reports.variants import comparisons, variant_rows, variant_title
 from reports.verdict import (
     VERDICT_HEADERS,
     VERDICT_NUMERIC,
@@ -186,6 +187,8 @@ def _sections(
     if scales:
         sections.append(Section("Scale axis: the points of each fit", note=SCALE_NOTE))
         sections += [Section(fit_title(fit), *fit_rows(fit), level=3) for fit in scales]
+    for base, current, pairs in comparisons(runs):
+        sections.append(Section(variant_title(base, current), *variant_rows(pairs)))
     if any(run.round is not None for run in runs):
         sections.append(
             Section("Rounds: first round → last, Δ/round the degradation rate", *rounds_rows(runs))

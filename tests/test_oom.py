@@ -43,7 +43,7 @@ def _oom_reason(fed: tuple[int, int] | None) -> str:
     feed = Feed(name="a", source_set="base", operation=Operation.APPEND)
     outcome = classify(
         feed, 1_000_000, killed, None, Path("worker.log"), isolation="cgroup", timeout_s=900,
-        consumes_batches=False, fed=fed, oom_after_feed_cause=DltWriter.oom_after_feed_cause,
+        consumes_batches=False, fed=fed, oom_after_feed_cause=DltWriter.oom_after_feed_cause.named(),
     )  # fmt: skip
     assert outcome.status == "oom"
     return outcome.error
@@ -67,3 +67,25 @@ def test_an_oom_while_rows_were_still_fed_blames_nothing_upstream():
     assert error.endswith("with 980,000 of 1,000,000 rows fed to the writer")
     assert failed_check(OPERATION_COMPLETED, error).upstream is None
     assert _oom_reason(None) == "OOM-killed by the kernel at a 4.0 GiB cap (oom_kill count 1)"
+
+
+def test_a_known_cause_is_named_only_on_the_releases_it_was_seen_in():
+    """A cause read in dlt 1.21.0-1.31.0 does not follow the writer's name onto a build of a branch
+    (`1.23.0+dc01193`), a later release or a run whose version is unknown."""
+    cause = DltWriter.oom_after_feed_cause
+    assert cause.seen_in({"dlt": "1.21.0"}) and cause.seen_in({"dlt": "1.31.0"})
+    assert not cause.seen_in({"dlt": "1.23.0+dc01193"})
+    assert not cause.seen_in({"dlt": "1.23.0+dc01193.dirty"})
+    assert not cause.seen_in({"dlt": "1.32.0"}) and not cause.seen_in({"dlt": "1.20.0"})
+    assert not cause.seen_in({"dlt": "missing"}) and not cause.seen_in({})
+    assert cause.named().endswith("(seen in dlt >=1.21.0,<=1.31.0)")
+
+
+def test_the_runner_names_the_cause_from_the_version_its_worker_reported(runner):
+    from harness.model import WorkerResult
+
+    def reported(version: str) -> WorkerResult:
+        return WorkerResult(status="error", versions={"dlt": version})
+
+    assert runner._known_cause(DltWriter, reported("1.31.0")) == DltWriter.oom_after_feed_cause.named()
+    assert runner._known_cause(DltWriter, reported("1.23.0+dc01193")) is None

@@ -2,6 +2,7 @@
 clean) from the environment its worker ran in, rebuilt when its tree changes, reused otherwise."""
 
 import importlib
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -106,3 +107,38 @@ def test_a_source_that_is_not_there_is_one_line_before_any_work(capsys, tmp_path
     assert err.startswith(
         "icebench: error: argument --dlt: not a version, a source folder, a wheel or sdist"
     ), err
+
+
+def test_a_branch_against_its_base_interleaved_with_ratios_and_a_gate(tmp_path, settings, capsys):
+    """Two builds on the axis, `--repeat 2`: run A B A B, the table gives each metric's ratio with
+    its spread and the outcome, and the gate fails the build that regressed (a 300 MiB ballast in
+    the branch) but not the other way round."""
+    base = checkout_of_installed("pyiceberg", tmp_path / "base", "0.12.0.post900")
+    branch = checkout_of_installed("pyiceberg", tmp_path / "branch", "0.12.0.post900")
+    with (branch / "pyiceberg" / "__init__.py").open("a") as init:
+        init.write('\nBALLAST = b"x" * (300 * 2**20)  # the regression the gate must catch\n')
+    git(branch, "commit", "-qam", "a branch that holds 300 MiB more")
+    labels = [
+        f"pyiceberg 0.12.0.post900+{git(folder, 'rev-parse', '--short=7', 'HEAD')}"
+        for folder in (base, branch)
+    ]
+    code = main(
+        [
+            "matrix", "--preset", "tiny", "--scenarios", "append", "--writers", "pyiceberg-table",
+            "--repeat", "2", "--memory", "1g", "--pyiceberg", f"{base},{branch}",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    out = capsys.readouterr().out
+    folder = newest_results_folder(settings.results_dir)
+    records = read_runs(folder)
+    assert [(r.variant, r.repeat) for r in records] == [
+        (labels[0], 0), (labels[1], 0), (labels[0], 1), (labels[1], 1)
+    ]  # fmt: skip
+    assert f"{labels[1]} against {labels[0]}" in out
+    peak = next(line for line in out.splitlines() if "pyiceberg-table" in line and "2 / 2" in line)
+    assert re.search(r"\d\.\d\dx \(\d\.\d\d-\d\.\d\d\)", peak), peak  # ratio (the repeats' range)
+
+    assert main(["gate", "--variants", ",".join(labels), str(folder)]) == 1
+    assert "peak" in capsys.readouterr().out
+    assert main(["gate", "--variants", ",".join(reversed(labels)), str(folder)]) == 0

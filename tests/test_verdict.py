@@ -100,7 +100,7 @@ def test_an_oom_with_a_known_cause_links_its_issue():
     """dlt at `wide`: killed once every row was fed, its known cause linked in the verdict row."""
     error = (
         "OOM-killed by the kernel at a 4.0 GiB cap (oom_kill count 1), after all 1,000,000 rows were fed "
-        f"to the writer: {DltWriter.oom_after_feed_cause}"
+        f"to the writer: {DltWriter.oom_after_feed_cause.named()}"
     )
     record = RunRecord(
         run_id="synthetic", scenario="append", writer="dlt", preset="wide", stack="embedded",

@@ -23,6 +23,7 @@ from reports.report import Report
 from reports.rounds import rounds_tables
 from reports.summary import fit_table, summary_tables
 from reports.terminal import fitted
+from reports.variants import variant_tables
 from reports.verdict import verdict_table
 
 # A file or CI log gets 200 columns unless COLUMNS says otherwise; a terminal, its own width.
@@ -123,6 +124,7 @@ def print_results(records: list[RunRecord], title: str) -> None:
     show(*summary_tables(records, title=title))
     show(*(fit_table(fit) for fit in fits(records)))
     show(*rounds_tables(records))
+    show(*variant_tables(records))
     if verdict := verdict_table(records):
         show(verdict)
     for line in cap_lines(records):

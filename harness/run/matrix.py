@@ -82,46 +82,52 @@ def run_matrix(
     events: MatrixEvents | None = None,
     your_sets: DataSets | None = None,
 ) -> list[RunRecord]:
-    """Every preset x scenario x writer (x repeat) on the whole set, then the scale axis, once per
-    library variant; the records in the order they ran. With `your_sets` (--source), on those
-    alone, as preset "custom"."""
+    """Every preset x scenario x writer (x repeat) on the whole set, then the scale axis, each pair
+    under every library variant in turn; the records in the order they ran. With `your_sets`
+    (--source), on those alone, as preset "custom"."""
     config = config.resolved()
     events = events or MatrixEvents()
     caps, layouts = config.caps(settings), config.layouts()
     axis = axis_scenarios(config)
     needed = sorted({s for name in config.scenarios for s in get_scenario(name)().needs})
     records: list[RunRecord] = []
-    for variant in variants(settings.library_versions, settings.file_ios):
-        runner = Runner(settings, store, stack, variant, on_progress=events.run_progress)
-        label = f" [{variant.label}]" if variant else ""
-        for preset in ["custom"] if your_sets is not None else config.presets:
-            sets = your_sets if your_sets is not None else prepare_data(settings, preset, needed, events)
-            check_layouts(layouts, config.scenarios, sets)
-            plans = [  # whole rounds one after the other, so slow spells spread over every pair
-                RunPlan(
-                    scenario, writer, preset, sets, settings.batch_rows, cap, repeat=repeat, layout=layout
-                )
-                for repeat in range(config.repeat if config.whole_set else 0)
-                for cap in caps
-                for layout in layouts
-                for scenario in config.scenarios
-                for writer in config.writers
-            ]
-            # The scale axis on the first table only: a partitioned table's hundreds of commits of
-            # a file per partition each would cost more than the rest of the matrix.
-            plans += [
-                plan
-                for scenario in axis
-                for plan in _axis_plans(config, scenario, preset, sets, caps[-1], layouts[0])
-            ]
-            with events.stage(f"matrix {preset}{label}", len(plans)):
-                for plan in plans:
+    # Every variant's runner first (each makes its environment once), so that the variants run
+    # interleaved, pair by pair (A B A B, never A A B B): a slow spell of the machine falls on both.
+    runners = [
+        Runner(settings, store, stack, variant, on_progress=events.run_progress)
+        for variant in variants(settings.library_versions, settings.file_ios)
+    ]
+    labels = ", ".join(runner.variant.label for runner in runners if runner.variant is not None)
+    for preset in ["custom"] if your_sets is not None else config.presets:
+        sets = your_sets if your_sets is not None else prepare_data(settings, preset, needed, events)
+        check_layouts(layouts, config.scenarios, sets)
+        plans = [  # whole rounds one after the other, so slow spells spread over every pair
+            RunPlan(scenario, writer, preset, sets, settings.batch_rows, cap, repeat=repeat, layout=layout)
+            for repeat in range(config.repeat if config.whole_set else 0)
+            for cap in caps
+            for layout in layouts
+            for scenario in config.scenarios
+            for writer in config.writers
+        ]
+        # The scale axis on the first table only: a partitioned table's hundreds of commits of
+        # a file per partition each would cost more than the rest of the matrix.
+        plans += [
+            plan
+            for scenario in axis
+            for plan in _axis_plans(config, scenario, preset, sets, caps[-1], layouts[0])
+        ]
+        ran: dict[int, list[RunRecord]] = {index: [] for index in range(len(runners))}
+        with events.stage(f"matrix {preset}" + (f" [{labels}]" if labels else ""), len(plans) * len(runners)):
+            for plan in plans:
+                for index, runner in enumerate(runners):
                     events.run_started(plan)
                     record = runner.run(plan)
+                    ran[index].append(record)
                     records.append(record)
                     events.run_finished(plan, record)
-            if config.find_cap:  # this preset's records, each beside its plan
-                records += find_caps(runner, plans, records[-len(plans) :], caps[-1], events)
+        if config.find_cap:  # this preset's records of each variant, each beside its plan
+            for index, runner in enumerate(runners):
+                records += find_caps(runner, plans, ran[index], caps[-1], events)
     return records
 
 

@@ -431,17 +431,21 @@ class Runner:
             "batch_rows": plan.batch_rows,
             "cap_bytes": plan.cap_bytes,
             "isolation": self.isolation if plan.cap_bytes else "none",
-            # Until a worker reports them: this environment's, or what the writer's own pins.
-            "versions": {
-                **(pinned_versions(writer.environment) if writer.environment else writer.versions()),
-                # what the variant asks for, even of a run refused before it started
-                **(self.variant_versions if self._variant_refusal(writer) is None else {}),
-            },
+            "versions": self._versions_of(writer),  # until a worker reports them
             "verified_with": self.settings.verify_with,
             "variant": self.variant.label if self.variant else None,
             "layout": plan.layout,
             "cap_probe": self.probing_caps,
             "started_at": now_iso(),
+        }
+
+    def _versions_of(self, writer: type[Writer]) -> dict[str, str]:
+        """The versions a writer's workers run with, as far as this process knows them: this
+        environment's, or what the writer's own pins, with the variant's (as built) on top, even
+        for a run refused before it started."""
+        return {
+            **(pinned_versions(writer.environment) if writer.environment else writer.versions()),
+            **(self.variant_versions if self._variant_refusal(writer) is None else {}),
         }
 
     def _prepare(
@@ -612,9 +616,16 @@ class Runner:
             timeout_s=self.settings.worker_timeout_s,
             consumes_batches=writer.consumes_batches,
             fed=read_progress(worker.spec.progress_path) if worker.spec.progress_path else None,
-            oom_after_feed_cause=writer.oom_after_feed_cause,
+            oom_after_feed_cause=self._known_cause(writer, result),
         )
         return WorkerEnd(worker.feed, outcome, result, started=worker.spec.started_marker.exists())
+
+    def _known_cause(self, writer: type[Writer], result: WorkerResult | None) -> str | None:
+        """The writer's known cause of an OOM after the whole feed, if this run's version (as its
+        worker reported it, else as this process knows it) is one it was seen in."""
+        cause = writer.oom_after_feed_cause
+        ran_with = (result.versions if result is not None else None) or self._versions_of(writer)
+        return cause.named() if cause is not None and cause.seen_in(ran_with) else None
 
     def _check_started(self, ends: list[WorkerEnd], cap_bytes: int | None) -> None:
         """A cap too small for a worker to start is the command's error, unless caps are being

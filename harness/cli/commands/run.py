@@ -67,11 +67,11 @@ def run(args: argparse.Namespace) -> None:
             def fed(count: int, rows: int) -> None:
                 status.update(f"{doing} ({count:,} of {rows:,} rows fed to the writer)")
 
-            records = [
-                Runner(chosen, store, stack, variant, on_progress=fed).run(plan)
+            runners = [
+                Runner(chosen, store, stack, variant, on_progress=fed)
                 for variant in variants(chosen.library_versions, chosen.file_ios)
-                for plan in plans
             ]
+            records = [runner.run(plan) for plan in plans for runner in runners]  # variants interleaved
     print_results(records, title=f"icebench run {store.run_id}")
     print_failed_checks(records)
     output.console.print(f"results: {store.runs_path}")

@@ -67,6 +67,31 @@ class StepTimer:
 WRITER_CONTRACT = 1
 
 
+@dataclass(frozen=True)
+class KnownCause:
+    """Why a writer fails so, as seen in these releases of `library` (a PEP 440 specifier): named
+    in a record only when the run's own version is one of them, never on a build or another release
+    (there, the record says what was measured on it)."""
+
+    text: str
+    library: str
+    releases: str
+
+    def seen_in(self, versions: dict[str, str]) -> bool:
+        from packaging.specifiers import SpecifierSet
+        from packaging.version import InvalidVersion, Version
+
+        ran = versions.get(self.library, "missing")
+        try:
+            version = Version(ran)
+        except InvalidVersion:
+            return False
+        return version.local is None and version in SpecifierSet(self.releases)  # a build (+...) is none
+
+    def named(self) -> str:
+        return f"{self.text} (seen in {self.library} {self.releases})"
+
+
 class UnsupportedOperation(IcebenchError):
     """A writer was asked for an operation it has no method for."""
 
@@ -99,9 +124,9 @@ class Writer:
     # Commits go through pyiceberg's Transaction (directly or, like dlt, underneath): the worker
     # counts pyiceberg's retries after commit conflicts. False for engines that commit on their own.
     pyiceberg_commits: ClassVar[bool] = True
-    # Why this writer's memory grows once it has taken every row, where known: an OOM kill after
-    # the whole source was fed names it (KNOWN_ISSUES links the text to an upstream issue if any).
-    oom_after_feed_cause: ClassVar[str | None] = None
+    # Why this writer's memory grows once it has taken every row, in the releases it was seen in: an
+    # OOM kill after the whole source was fed names it when the run's version is one of them.
+    oom_after_feed_cause: ClassVar[KnownCause | None] = None
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)

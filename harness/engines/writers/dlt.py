@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.base.errors import SourceError, one_line
-from harness.engines.writers.base import StepTimer, WriteJob, Writer
+from harness.engines.writers.base import KnownCause, StepTimer, WriteJob, Writer
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -49,9 +49,11 @@ class DltWriter(Writer):
     libraries = ("dlt", "pyiceberg", "pyarrow")
     consumes_batches = False  # steps are dlt's extract / normalize / load
     in_default_matrix = False  # name it (WRITERS=dlt,...): its upsert commits per 1,000 rows
-    oom_after_feed_cause = (
+    oom_after_feed_cause = KnownCause(
         "dlt's Iceberg load reads every file of the load into one Arrow table "
-        "(arrow_dataset.to_table(), as read in dlt 1.31.0) before pyiceberg writes it"
+        "(arrow_dataset.to_table() in the filesystem loader) before pyiceberg writes it",
+        library="dlt",
+        releases=">=1.21.0,<=1.31.0",  # read in each wheel; OOM-killed at wide: 1.21.0, 1.31.0 (versions.md)
     )
 
     @classmethod

@@ -20,7 +20,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from harness.engines.writers.base import WriteJob, Writer
+from harness.engines.writers.base import KnownCause, WriteJob, Writer
 from harness.engines.writers.dlt import DltWriter
 from harness.services.stacks.base import catalog_configuration
 
@@ -46,8 +46,10 @@ class DltIcebergWriter(DltWriter):
     # dlt-iceberg pins the fork and pydantic < 2.11; the main environment has dlt 1.31.
     environment = ("dlt==1.20.0", "dlt-iceberg==0.6.4")
     in_default_matrix = True  # one commit per load, unlike dlt's per-1,000-rows upsert
-    oom_after_feed_cause = (
-        "dlt-iceberg reads every parquet file of the load whole and concatenates them for one pyiceberg call"
+    oom_after_feed_cause = KnownCause(
+        "dlt-iceberg reads every parquet file of the load whole and concatenates them for one pyiceberg call",
+        library="dlt-iceberg",
+        releases="==0.6.4",
     )
 
     # dlt-iceberg's destination opens the catalog itself: dlt's own iceberg_catalog is not asked for.

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from harness.base.caps import cgroup_parent
+from harness.base.progress import Progress
 from harness.engines.writers.dlt import DltWriter
 from harness.judge.oracle import OPERATION_COMPLETED, failed_check
 from harness.model import Feed, Operation
@@ -36,14 +37,17 @@ def test_materialising_writer_is_oom_killed_and_the_streaming_one_passes(runner,
     assert survived.status == "ok" and survived.verdict.passed
 
 
-def _oom_reason(fed: tuple[int, int] | None) -> str:
-    """The error of a dlt worker the kernel killed, its progress file saying `fed`."""
+def _oom_reason(
+    fed: tuple[int, ...] | None, cause: str | None = DltWriter.oom_after_feed_cause.named()
+) -> str:
+    """The error of a dlt worker the kernel killed at 3.7 GiB rss, its progress file saying `fed`."""
     killed = Launch(returncode=-9, wall_s=70.0, peak_memory_bytes=4 << 30, oom_kills=1, timed_out=False)
     killed.enforced_cap_bytes = 4 << 30
+    killed.timeline = [(60.0, 4 << 30, int(3.7 * 2**30))]
     feed = Feed(name="a", source_set="base", operation=Operation.APPEND)
     outcome = classify(
         feed, 1_000_000, killed, None, Path("worker.log"), isolation="cgroup", timeout_s=900,
-        consumes_batches=False, fed=fed, oom_after_feed_cause=DltWriter.oom_after_feed_cause.named(),
+        consumes_batches=False, fed=Progress(*fed) if fed else None, oom_after_feed_cause=cause,
     )  # fmt: skip
     assert outcome.status == "oom"
     return outcome.error
@@ -89,3 +93,13 @@ def test_the_runner_names_the_cause_from_the_version_its_worker_reported(runner)
 
     assert runner._known_cause(DltWriter, reported("1.31.0")) == DltWriter.oom_after_feed_cause.named()
     assert runner._known_cause(DltWriter, reported("1.23.0+dc01193")) is None
+
+
+def test_where_the_memory_grew_is_measured_on_the_build_that_ran():
+    """The worker's rss as it fed the last row against its peak: the phase comes from this run,
+    whether or not a cause is known for its version (a branch's build: none)."""
+    error = _oom_reason((1_000_000, 1_000_000, 800 * 2**20), cause=None)
+    assert error.endswith(
+        "after all 1,000,000 rows were fed to the writer (its rss 800.0 MiB as the last row was fed, "
+        "3.7 GiB at the kill: the memory grew after the feed)"
+    )

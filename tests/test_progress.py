@@ -30,9 +30,9 @@ def test_the_worker_writes_at_most_once_a_second(tmp_path):
     progress = ProgressFile(path, rows=1000)
     progress.fed(10)
     progress.fed(20)  # within the second: not written
-    assert read_progress(path) == (10, 1000)
+    assert read_progress(path)[:2] == (10, 1000)
     progress.fed(1000)  # the last count always: an OOM's reason tells whether every row was fed
-    assert read_progress(path) == (1000, 1000)
+    assert read_progress(path)[:2] == (1000, 1000)
 
 
 def test_a_progress_file_that_cannot_be_written_stops_nothing(tmp_path):

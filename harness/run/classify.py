@@ -9,6 +9,7 @@ from typing import Any
 
 from harness.base.caps import format_size
 from harness.base.growth import late_early_ratio
+from harness.base.progress import Progress
 from harness.judge.scan_cost import ScanReport
 from harness.model import Feed, KillNote, OomLimit, Status, WorkerOutcome, WorkerResult
 from harness.services.launcher import Launch
@@ -25,7 +26,7 @@ def classify(
     isolation: str,
     timeout_s: float,
     consumes_batches: bool,
-    fed: tuple[int, int] | None = None,
+    fed: Progress | None = None,
     oom_after_feed_cause: str | None = None,
 ) -> WorkerOutcome:
     """One worker's status, error and figures. `rows`: the rows it was fed. `fed`: what its
@@ -64,7 +65,7 @@ def classify(
             outcome.late_early_ratio = late_early_ratio(result.step_latencies_s)
     outcome.status, outcome.error = status_of(launched, result, log, outcome.cap_bytes, isolation, timeout_s)
     if outcome.status == "oom" and fed is not None:
-        outcome.error = f"{outcome.error}, {fed_text(*fed, oom_after_feed_cause)}"
+        outcome.error = f"{outcome.error}, {fed_text(fed, peak_rss(launched, result), oom_after_feed_cause)}"
     return outcome
 
 
@@ -83,13 +84,20 @@ def oom_limit(launched: Launch) -> OomLimit:
     return "harness box" if box_room <= worker_room else "worker cap"
 
 
-def fed_text(fed: int, rows: int, cause_once_all_fed: str | None) -> str:
-    """How far the source got before the kill: a writer whose memory grows after it took every row
-    holds the whole data somewhere, and when the cause is known upstream, it is named."""
-    if fed < rows:
-        return f"with {fed:,} of {rows:,} rows fed to the writer"
+def fed_text(fed: Progress, peak_bytes: int | None, cause_once_all_fed: str | None) -> str:
+    """How far the source got before the kill, and, measured on this build, where the memory grew:
+    a writer whose memory grows after it took every row holds the whole data somewhere; the cause,
+    where one is known for this very release, is named."""
+    if fed.fed < fed.rows:
+        return f"with {fed.fed:,} of {fed.rows:,} rows fed to the writer"
+    grew = ""
+    if fed.rss_bytes and peak_bytes and peak_bytes > fed.rss_bytes:
+        grew = (
+            f" (its rss {format_size(fed.rss_bytes)} as the last row was fed, {format_size(peak_bytes)} "
+            "at the kill: the memory grew after the feed)"
+        )
     cause = f": {cause_once_all_fed}" if cause_once_all_fed else ""
-    return f"after all {rows:,} rows were fed to the writer{cause}"
+    return f"after all {fed.rows:,} rows were fed to the writer{grew}{cause}"
 
 
 def peak_rss(launched: Launch, result: WorkerResult | None) -> int | None:

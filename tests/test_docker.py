@@ -91,3 +91,18 @@ def test_dlt_in_a_container_loads_through_s3(docker_stack, tiny_sets):
     record = docker_stack.run(RunPlan("upsert", "dlt", "tiny", tiny_sets, 2_000, 1 << 30))
     assert (record.isolation, record.status) == ("docker", "ok"), record.error
     assert record.verdict.passed, [c.reason for c in record.verdict.failed]
+
+
+def test_a_writer_file_runs_in_the_container_too(docker_stack, tiny_sets, tmp_path):
+    """The file's folder is mounted into the worker's container and its reference passed: the
+    container's worker finds the same writer by the same name."""
+    from test_writer_files import MINE
+
+    from harness.engines.writers import used_writer_files
+
+    mine = tmp_path / "mine.py"
+    mine.write_text(MINE)
+    with used_writer_files([str(mine)]) as names:
+        record = docker_stack.run(RunPlan("append", names[0], "tiny", tiny_sets, 2_000, 1 << 30))
+    assert (record.isolation, record.writer, record.status) == ("docker", "my-pipeline", "ok"), record.error
+    assert record.verdict.passed and record.writer_origin == str(mine.resolve())

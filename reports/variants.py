@@ -109,7 +109,8 @@ def variant_title(base: str, current: str) -> str:
     return f"{current} against {base}: current / base, and the range of the repeats' own ratios"
 
 
-def variant_rows(pairs: Sequence[VariantPair]) -> tuple[list[str], list[list[str]]]:
+def variant_rows(pairs: Sequence[VariantPair]) -> tuple[list[str], list[list[str]], set[int]]:
+    """Headers, rows, and which columns are figures (right-aligned)."""
     shown = [name for name in HEADLINE if any(p.ratios[name].current is not None for p in pairs)]
     headers = ["scenario", "writer", "repeats", "outcome", *(metrics_by_name()[name].label for name in shown)]
     rows = [
@@ -117,7 +118,7 @@ def variant_rows(pairs: Sequence[VariantPair]) -> tuple[list[str], list[list[str
          *(p.ratios[name].text() for name in shown)]
         for p in pairs
     ]  # fmt: skip
-    return headers, rows
+    return headers, rows, set(range(4, len(headers)))
 
 
 def comparisons(records: Sequence[RunRecord]) -> list[tuple[str, str, list[VariantPair]]]:

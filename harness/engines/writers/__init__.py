@@ -120,9 +120,10 @@ def _load(ref: str) -> list[tuple[str, type[Writer]]]:
             raise IcebenchError(f"writer file {ref}: {module_name} has no Writer subclass {class_name!r}")
         defined = [chosen]
     else:
-        defined = [
-            cls for _, cls in inspect.getmembers(module, inspect.isclass)
-            if issubclass(cls, Writer) and cls.__module__ == module.__name__ and not inspect.isabstract(cls)
+        defined = [  # in the order the module defines them
+            cls for cls in vars(module).values()
+            if inspect.isclass(cls) and issubclass(cls, Writer) and cls.__module__ == module.__name__
+            and not inspect.isabstract(cls)
         ]  # fmt: skip
         if not defined:
             raise IcebenchError(f"writer file {ref}: defines no Writer subclass")

@@ -52,10 +52,11 @@ class Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
 
-    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
-        if kwargs.get("action", "store") == "store" and kwargs.get("nargs") != 0 and "choices" not in kwargs:
-            kwargs["type"] = not_empty(kwargs.get("type", str))
-        return super().add_argument(*args, **kwargs)
+    def _add_action(self, action: argparse.Action) -> argparse.Action:
+        # Here, not in add_argument: a group's flags (add_mutually_exclusive_group) come this way too.
+        if isinstance(action, argparse._StoreAction) and action.nargs != 0 and action.choices is None:
+            action.type = not_empty(action.type or str)
+        return super()._add_action(action)
 
     def error(self, message: str) -> typing.NoReturn:
         raise UsageError(f"{message} (see {self.prog} --help)")

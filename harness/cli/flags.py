@@ -21,6 +21,7 @@ from harness.cli.parser import (
     batch_counts,
     checked,
     config_file,
+    file_io_names,
     known,
     name_list,
     not_empty,
@@ -35,7 +36,7 @@ from harness.cli.parser import (
     within,
     writer_reference,
 )
-from harness.engines.choices import FILE_IOS, file_io_impl
+from harness.engines.choices import FILE_IOS
 from harness.run.config import YourData, load_matrix_config
 
 if TYPE_CHECKING:  # loaded when a command runs (pydantic-settings)
@@ -55,13 +56,6 @@ VERSIONED_LIBRARIES = (
 def _dest(library: str) -> str:
     """The argparse attribute of a library's version flag (`--iceberg-spark`: iceberg_spark)."""
     return library.replace("-", "_")
-
-
-def _file_ios(text: str) -> list[str]:
-    chosen = name_list(text)
-    for name in chosen:
-        checked(file_io_impl)(name)
-    return chosen
 
 
 def add_config_flag(parser: argparse.ArgumentParser, what: str = "[settings] (and [matrix]) tables") -> None:
@@ -110,7 +104,7 @@ def add_settings_flags(parser: argparse.ArgumentParser, memory_axis: bool = Fals
             + ("" if library in RELEASES_ONLY else "; or builds of a checkout folder, wheel, sdist, VCS URL"),
         )  # fmt: skip
     parser.add_argument(
-        "--fileio", metavar="NAMES", type=_file_ios,
+        "--fileio", metavar="NAMES", type=file_io_names,
         help=f"run the pyiceberg writers through each of these FileIOs in turn: {', '.join(FILE_IOS)}",
     )  # fmt: skip
     parser.add_argument(

@@ -17,7 +17,7 @@ from harness.base.builds import check_library_version
 from harness.base.caps import parse_size
 from harness.base.config_file import read_toml
 from harness.base.errors import IcebenchError, close_match
-from harness.engines.choices import check_spark_master
+from harness.engines.choices import check_spark_master, file_io_impl
 from harness.run.config import comma_list
 
 DESCRIPTION = "`icebench`: generate data, run one scenario x writer, a matrix, or a batch-count scale."
@@ -239,6 +239,14 @@ def writer_reference(text: str) -> str:
     ):
         raise argparse.ArgumentTypeError(f"{text!r} is neither a .py file nor module[:Class]")
     return text
+
+
+def file_io_names(text: str) -> list[str]:
+    """--fileio pyarrow,fsspec: each a FileIO pyiceberg can write through."""
+    chosen = name_list(text)
+    for name in chosen:
+        checked(file_io_impl)(name)
+    return chosen
 
 
 def config_file(text: str) -> Path:

@@ -25,6 +25,9 @@ from reports.verdict import outcome_of
 
 # The figures a user deciding between two builds reads first; the gate holds every gated metric.
 HEADLINE = ("peak_rss_bytes", "peak_memory_bytes", "wall_s", "write_s", "data_files", "full_scan_s")
+# What a run held, whatever its end: compared across an OOM too. Every other figure (times, files,
+# scans of what the table holds) only between repeats that both completed.
+ALWAYS_COMPARED = ("peak_rss_bytes", "peak_memory_bytes")
 
 
 @dataclass
@@ -57,11 +60,11 @@ class VariantPair:
 
     @property
     def outcome(self) -> str:
-        """`pass`, or the change: `OOM x3 -> pass at 0.80 GiB`."""
+        """`pass`, or the change: `OOM -> pass at 849.9 MiB` (the peak rss of the passing side)."""
         before, after = _outcomes(self.base), _outcomes(self.current)
         if before == after:
             return after
-        peak = max((r.peak_memory_bytes or 0 for r in self.current), default=0)
+        peak = max((r.peak_rss_bytes or 0 for r in self.current), default=0)
         at = f" at {format_size(peak)}" if after == "pass" and peak else ""
         return f"{before} -> {after}{at}"
 
@@ -98,10 +101,17 @@ def variant_pairs(records: Sequence[RunRecord], base: str, current: str) -> list
 
 
 def _ratio(metric: Metric, base: Sequence[RunRecord], current: Sequence[RunRecord]) -> MetricRatio:
-    before = [getattr(r, metric.name, None) for r in base]
-    after = [getattr(r, metric.name, None) for r in current]
-    ratio = MetricRatio(metric, _folded(metric, before), _folded(metric, after))
-    ratio.ratios = [b / a for a, b in zip(before, after, strict=False) if a and b is not None]
+    """The metric's folded values on each side and the ratio of each repeat to its twin."""
+
+    def values(records: Sequence[RunRecord]) -> dict[int, float]:
+        kept = records if metric.name in ALWAYS_COMPARED else [r for r in records if r.status == "ok"]
+        return {r.repeat: value for r in kept if (value := getattr(r, metric.name, None)) is not None}
+
+    before, after = values(base), values(current)
+    ratio = MetricRatio(metric, _folded(metric, list(before.values())), _folded(metric, list(after.values())))
+    ratio.ratios = [
+        after[repeat] / before[repeat] for repeat in before.keys() & after.keys() if before[repeat]
+    ]
     return ratio
 
 

@@ -168,12 +168,17 @@ def baseline_of_records(
     )
 
 
+def variant_labels(records: Sequence[RunRecord]) -> list[str]:
+    """The variants of the records, in the order they first ran."""
+    return list(dict.fromkeys(r.variant for r in records if r.variant is not None))
+
+
 def of_variant(records: Sequence[RunRecord], label: str) -> list[RunRecord]:
     """The runs of one variant of a library axis (`dlt 1.31.0`, `dlt 1.23.0+dc01193`), with the
     variant left out of their keys: the same pair under two variants then has one key."""
     found = [r.model_copy(update={"variant": None}) for r in records if r.variant == label]
     if not found:
-        ran = ", ".join(dict.fromkeys(r.variant for r in records if r.variant is not None)) or "none"
+        ran = ", ".join(variant_labels(records)) or "none"
         raise IcebenchError(f"no runs of variant {label!r}; the variants that ran: {ran}")
     return found
 

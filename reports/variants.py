@@ -9,7 +9,6 @@ the gate's thresholds.
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,7 +17,8 @@ from rich.table import Table
 
 from harness.base.caps import format_size
 from harness.model import Metric, RunKey, RunRecord, metrics, run_key
-from reports.baseline import of_variant
+from harness.model import metric as registered_metric
+from reports.baseline import aggregate, of_variant, status_text, variant_labels
 from reports.summary import metric_text
 from reports.terminal import rich_table
 from reports.verdict import outcome_of
@@ -61,21 +61,12 @@ class VariantPair:
     @property
     def outcome(self) -> str:
         """`pass`, or the change: `OOM -> pass at 849.9 MiB` (the peak rss of the passing side)."""
-        before, after = _outcomes(self.base), _outcomes(self.current)
+        before, after = (status_text([outcome_of(r) for r in side]) for side in (self.base, self.current))
         if before == after:
             return after
         peak = max((r.peak_rss_bytes or 0 for r in self.current), default=0)
         at = f" at {format_size(peak)}" if after == "pass" and peak else ""
         return f"{before} -> {after}{at}"
-
-
-def metrics_by_name() -> dict[str, Metric]:
-    return {metric.name: metric for metric in metrics("run")}
-
-
-def variant_labels(records: Sequence[RunRecord]) -> list[str]:
-    """The variants of the records, in the order they first ran."""
-    return list(dict.fromkeys(r.variant for r in records if r.variant is not None))
 
 
 def variant_pairs(records: Sequence[RunRecord], base: str, current: str) -> list[VariantPair]:
@@ -108,7 +99,7 @@ def _ratio(metric: Metric, base: Sequence[RunRecord], current: Sequence[RunRecor
         return {r.repeat: value for r in kept if (value := getattr(r, metric.name, None)) is not None}
 
     before, after = values(base), values(current)
-    ratio = MetricRatio(metric, _folded(metric, list(before.values())), _folded(metric, list(after.values())))
+    ratio = MetricRatio(metric, aggregate(metric, before.values()), aggregate(metric, after.values()))
     ratio.ratios = [
         after[repeat] / before[repeat] for repeat in before.keys() & after.keys() if before[repeat]
     ]
@@ -122,7 +113,7 @@ def variant_title(base: str, current: str) -> str:
 def variant_rows(pairs: Sequence[VariantPair]) -> tuple[list[str], list[list[str]], set[int]]:
     """Headers, rows, and which columns are figures (right-aligned)."""
     shown = [name for name in HEADLINE if any(p.ratios[name].current is not None for p in pairs)]
-    headers = ["scenario", "writer", "repeats", "outcome", *(metrics_by_name()[name].label for name in shown)]
+    headers = ["scenario", "writer", "repeats", "outcome", *(_label(name) for name in shown)]
     rows = [
         [p.key.scenario, p.key.writer, f"{len(p.base)} / {len(p.current)}", p.outcome,
          *(p.ratios[name].text() for name in shown)]
@@ -148,21 +139,11 @@ def variant_tables(records: Sequence[RunRecord]) -> list[Table]:
     ]
 
 
-def _outcomes(records: Sequence[RunRecord]) -> str:
-    found = [outcome_of(r) for r in records]
-    return (
-        found[0]
-        if len(set(found)) == 1
-        else ", ".join(f"{o} x{found.count(o)}" for o in dict.fromkeys(found))
-    )
-
-
-def _folded(metric: Metric, values: Sequence[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    if not present:
-        return None
-    return statistics.median(present) if metric.aggregate == "median" else max(present)
-
-
 def _by_repeat(records: list[RunRecord]) -> list[RunRecord]:
     return sorted(records, key=lambda r: r.repeat)
+
+
+def _label(name: str) -> str:
+    found = registered_metric(name)
+    assert found is not None, f"{name} is in HEADLINE but not in the registry"
+    return found.label

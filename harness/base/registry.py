@@ -16,6 +16,16 @@ from typing import TypeVar
 from harness.base.errors import IcebenchError, close_match
 
 T = TypeVar("T")
+WRITER_ENTRY_POINTS = "icebench.writers"  # installed packages' writers (harness/engines/writers)
+
+
+def split_reference(text: str) -> tuple[Path | None, str, str]:
+    """A plug-in from outside a package, as `--writer-file` names it: (the file, "", "") for
+    `path.py`, else (None, module, class) for `module` or `module:Class` (class "" for every one)."""
+    if text.endswith(".py"):
+        return Path(text), "", ""
+    module, _, class_name = text.partition(":")
+    return None, module, class_name
 
 
 def discover(package: ModuleType, base: type[T], skip: tuple[str, ...] = ("base",)) -> dict[str, type[T]]:

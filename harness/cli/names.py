@@ -10,12 +10,11 @@ from functools import cache
 from pathlib import Path
 
 from generators.presets import PRESETS
-from harness.base.registry import declared, declared_in
+from harness.base.registry import WRITER_ENTRY_POINTS, declared, declared_in, split_reference
 from harness.model import ORACLE_READER
 
 HARNESS = Path(__file__).resolve().parent.parent
 WRITER_FILE_FLAG = "--writer-file"
-ENTRY_POINT_GROUP = "icebench.writers"  # as harness/engines/writers/__init__.py (which loads them)
 _writer_files: list[str] = []  # the command line's --writer-file references (`given_writer_files`)
 
 
@@ -34,7 +33,7 @@ def installed_writer_names() -> list[str]:
     that is no other writer's (scanning the installed packages costs ~50 ms)."""
     from importlib.metadata import entry_points
 
-    return [entry.name for entry in entry_points(group=ENTRY_POINT_GROUP)]
+    return [entry.name for entry in entry_points(group=WRITER_ENTRY_POINTS)]
 
 
 def given_writer_files(arguments: Sequence[str]) -> list[str]:
@@ -54,8 +53,8 @@ def given_writer_files(arguments: Sequence[str]) -> list[str]:
 def _file_writer_names(refs: tuple[str, ...]) -> list[str]:
     found: list[str] = []
     for ref in refs:
-        module, _, class_name = ("", "", "") if ref.endswith(".py") else ref.partition(":")
-        path = Path(ref) if ref.endswith(".py") else _module_file(module)
+        file, module, class_name = split_reference(ref)
+        path = file or _module_file(module)
         if path is None or not path.is_file():
             continue  # said in one line when the writers load, with what is wrong
         try:

@@ -17,6 +17,7 @@ from harness.base.builds import check_library_version
 from harness.base.caps import parse_size
 from harness.base.config_file import read_toml
 from harness.base.errors import IcebenchError, close_match
+from harness.base.registry import split_reference
 from harness.engines.choices import check_spark_master, file_io_impl
 from harness.run.config import comma_list
 
@@ -229,11 +230,11 @@ def folder(text: str) -> Path:
 
 def writer_reference(text: str) -> str:
     """--writer-file: a Python file that exists, or `module` / `module:Class` spelt as Python names."""
-    if text.endswith(".py"):
-        if not Path(text).is_file():
+    file, module, class_name = split_reference(text)
+    if file is not None:
+        if not file.is_file():
             raise argparse.ArgumentTypeError(f"{text} does not exist or is not a file")
         return text
-    module, _, class_name = text.partition(":")
     if not all(part.isidentifier() for part in module.split(".")) or (
         class_name and not class_name.isidentifier()
     ):

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import ModuleType
 
 from harness.base.errors import IcebenchError, one_line
-from harness.base.registry import discover, lookup
+from harness.base.registry import WRITER_ENTRY_POINTS, discover, lookup, split_reference
 from harness.base.settings import WRITER_FILES_ENV  # a JSON list of the references --writer-file gave
 from harness.engines.writers.base import WRITER_CONTRACT, Operation, StepTimer, WriteJob, Writer
 
@@ -32,7 +32,6 @@ __all__ = [
     "writer_folders", "writer_origin", "writers",
 ]  # fmt: skip
 
-ENTRY_POINT_GROUP = "icebench.writers"
 FILE_MODULE_PREFIX = "icebench_writer_file_"  # the module a writer file is imported as
 
 
@@ -80,7 +79,7 @@ def used_writer_files(refs: Sequence[str]) -> Iterator[list[str]]:
     registry, here and in every process started meanwhile; their names, in order. Each is loaded
     now: a file that is missing, does not import or defines no writer is a one-line error."""
     saved = os.environ.get(WRITER_FILES_ENV)
-    absolute = [str(Path(ref).resolve()) if ref.endswith(".py") else ref for ref in refs]
+    absolute = [str(file.resolve()) if (file := split_reference(ref)[0]) else ref for ref in refs]
     os.environ[WRITER_FILES_ENV] = json.dumps([*writer_files(), *absolute])
     writers.cache_clear()
     try:
@@ -101,15 +100,15 @@ def writer_file_variables() -> dict[str, str]:
 
 def writer_folders() -> list[Path]:
     """The folders of the writer files: a container worker must see them."""
-    return [Path(ref).parent for ref in writer_files() if ref.endswith(".py")]
+    return [file.parent for ref in writer_files() if (file := split_reference(ref)[0])]
 
 
 @cache
 def _load(ref: str) -> list[tuple[str, type[Writer]]]:
     """(where it came from, class) for each writer `ref` defines, in the order it defines them."""
-    module_name, _, class_name = ref.partition(":") if not ref.endswith(".py") else (ref, "", "")
+    file, module_name, class_name = split_reference(ref)
     try:
-        module = _import_file(Path(ref)) if ref.endswith(".py") else importlib.import_module(module_name)
+        module = _import_file(file) if file else importlib.import_module(module_name)
     except IcebenchError:
         raise
     except Exception as exc:  # the user's code: any failure of its import is theirs, in one line
@@ -153,8 +152,8 @@ def _import_file(path: Path) -> ModuleType:
 def _entry_point_writers() -> Iterator[tuple[str, type[Writer]]]:
     from importlib.metadata import entry_points  # tens of milliseconds: only once writers load
 
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        origin = f"entry point {entry.name} = {entry.value} ({ENTRY_POINT_GROUP})"
+    for entry in entry_points(group=WRITER_ENTRY_POINTS):
+        origin = f"entry point {entry.name} = {entry.value} ({WRITER_ENTRY_POINTS})"
         try:
             writer = entry.load()
         except Exception as exc:  # an installed package's failure, named

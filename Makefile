@@ -82,7 +82,8 @@ spark-jars: $(SPARK_JARS)
 
 # The Rust writers' worker (rust/): cargo builds it in ~/.cache/icebench, the binary kept under a digest
 # of rust/'s sources, so it is built again only when they change (18 min cold on 2 cores, then
-# seconds). ICEBERG_RUST=0.10.0 builds it against another iceberg-rust release.
+# seconds). ICEBERG_RUST=0.10.0 builds it against another iceberg-rust release, ICEBERG_RUST=../iceberg-rust
+# against a checkout of its workspace (or git+URL@REV).
 ICEBERG_RUST ?=
 rust-worker: $(STAMP)
 	@command -v cargo >/dev/null || { echo "the Rust writers need cargo (Rust 1.94+: https://rustup.rs)"; exit 1; }

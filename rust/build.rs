@@ -1,5 +1,8 @@
-//! The versions the worker reports: the crates Cargo.lock resolved, read at build time.
+//! The versions the worker reports: the crates Cargo.lock resolved, read at build time. An iceberg
+//! crate built from source is named as built: `0.10.1+<commit>` (a git source's commit from
+//! Cargo.lock, a checkout's from ICEBENCH_ICEBERG_BUILD, which harness/services/rust_worker.py sets).
 
+use std::env;
 use std::fs;
 
 /// Crates whose versions go into every record, under the names the records use.
@@ -10,20 +13,46 @@ const REPORTED: &[(&str, &str)] = &[
     ("parquet", "parquet-rs"),
     ("opendal", "opendal"),
 ];
+const BUILD_VARIABLE: &str = "ICEBENCH_ICEBERG_BUILD";
+
+/// `version`, with what it was built from when that was no registry.
+fn as_built(version: &str, source: Option<&str>, checkout: Option<&str>) -> String {
+    match source {
+        Some(git) if git.starts_with("git+") => match git.rsplit_once('#') {
+            Some((_, commit)) => format!("{version}+{}", &commit[..commit.len().min(7)]),
+            None => format!("{version}+git"),
+        },
+        Some(_) => version.to_string(),
+        None => match checkout {
+            Some(tag) => format!("{version}+{tag}"),
+            None => format!("{version}+path"),
+        },
+    }
+}
 
 fn main() {
     println!("cargo:rerun-if-changed=Cargo.lock");
+    println!("cargo:rerun-if-env-changed={BUILD_VARIABLE}");
+    let checkout = env::var(BUILD_VARIABLE).ok();
     let lock = fs::read_to_string("Cargo.lock").expect("Cargo.lock beside Cargo.toml");
     let mut found = Vec::new();
-    let mut name: Option<&str> = None;
-    for line in lock.lines() {
-        if let Some(value) = line.strip_prefix("name = ") {
-            name = Some(value.trim_matches('"'));
-        } else if let (Some(value), Some(crate_name)) = (line.strip_prefix("version = "), name) {
-            if let Some((_, reported)) = REPORTED.iter().find(|(c, _)| *c == crate_name) {
-                found.push(format!("{reported}={}", value.trim_matches('"')));
-            }
-            name = None;
+    for package in lock.split("[[package]]").skip(1) {
+        let field = |key: &str| {
+            package
+                .lines()
+                .find_map(|line| line.strip_prefix(key)?.strip_prefix(" = "))
+                .map(|value| value.trim_matches('"'))
+        };
+        let (Some(name), Some(version)) = (field("name"), field("version")) else {
+            continue;
+        };
+        if let Some((_, reported)) = REPORTED.iter().find(|(c, _)| *c == name) {
+            let version = if name.starts_with("iceberg") {
+                as_built(version, field("source"), checkout.as_deref())
+            } else {
+                version.to_string()
+            };
+            found.push(format!("{reported}={version}"));
         }
     }
     println!("cargo:rustc-env=ICEBENCH_CRATE_VERSIONS={}", found.join(","));

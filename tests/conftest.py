@@ -156,7 +156,7 @@ def verdict_passed() -> Callable[[object], bool | None]:
 # session has Rust tests and the worker is not built, cargo starts in the background (niced) as the
 # suite starts; those tests (and every test a Rust writer parametrizes) run last, and
 # rust_worker.worker_binary() waits for the build.
-RUST_TESTS = ("test_rust_writers.py", "test_rust_lint.py")
+RUST_TESTS = ("test_rust_writers.py", "test_rust_lint.py", "test_rust_source_builds.py")
 RUST_BUILD_LOG = Path(".icebench") / "rust-worker-build.log"
 _rust_build: subprocess.Popen[bytes] | None = None
 

@@ -43,7 +43,7 @@ def scenario_writer_pairs() -> Iterator[object]:
             yield pytest.param(scenario, writer, marks=marks, id=f"{writer}-{scenario}")
 
 
-@pytest.mark.parametrize(("scenario", "writer"), scenario_writer_pairs())
+@pytest.mark.parametrize(("scenario", "writer"), list(scenario_writer_pairs()))
 def test_same_verdict_as_embedded(
     services_runner, tiny_sets, scenario, writer, expected_outcome, verdict_passed
 ):

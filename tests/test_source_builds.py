@@ -95,8 +95,16 @@ def test_what_an_axis_takes_and_refuses(tmp_path):
         parse_source(str(notes))
     with pytest.raises(ValueError, match="not a version, a source folder"):
         parse_source("../no-such-checkout")
-    with pytest.raises(ValueError, match="iceberg-rust takes releases only"):
-        check_library_version(str(wheel), "iceberg-rust")
+    with pytest.raises(ValueError, match="pyspark takes releases only"):
+        check_library_version(str(wheel), "pyspark")
+    with pytest.raises(ValueError, match="not a version, a checkout folder or a git URL"):
+        check_library_version(str(wheel), "iceberg-rust")  # cargo builds no wheel
+    with pytest.raises(ValueError, match="without Cargo.toml .* no cargo workspace to build"):
+        check_library_version(str(tmp_path), "iceberg-rust")
+    rust_git = "git+https://github.com/apache/iceberg-rust@6f1b2d4"
+    assert check_library_version(rust_git, "iceberg-rust") == rust_git
+    with pytest.raises(ValueError, match="not a version, a checkout folder or a git URL"):
+        check_library_version("hg+https://example.org/iceberg-rust", "iceberg-rust")
     assert build_tag({"commit": "dc01193", "dirty": True}) == "dc01193.dirty"
     assert build_tag({"commit": None, "digest": "0123456789abcdef"}) == "src.01234567"
 

@@ -1,5 +1,7 @@
 """A library on a version axis (`--dlt`, `--pyiceberg`, ...) as a release or built from source: a
 checkout folder, a wheel or sdist file, or a VCS URL pip understands (`git+https://...@ref`).
+iceberg-rust's crates (`--iceberg-rust`) are built by cargo: from a checkout of the iceberg-rust
+workspace or a git URL (harness/services/rust_worker.py).
 
 A build is named as it is, never as the release it started from: the version the package declares,
 then what it was built from (`1.23.0+dc01193`, `+dc01193.dirty` for a checkout with changes,
@@ -30,8 +32,10 @@ PACKAGE_FILES = (".whl", ".tar.gz", ".zip")
 NOT_SOURCE = {".git", ".hg", ".svn", "__pycache__", "build", "dist", ".venv", ".tox", ".nox", ".mypy_cache",
               ".pytest_cache", ".ruff_cache", "node_modules", "target"}  # fmt: skip
 SourceKind = Literal["folder", "file", "vcs"]
-# Version axes that are no pip-built Python library: a JVM runtime's jars, Spark, the Rust worker's crates.
-RELEASES_ONLY = ("iceberg-spark", "pyspark", "iceberg-rust")
+# Version axes that are no pip-built Python library: a JVM runtime's jars and Spark take releases only,
+# the Rust worker's crates a cargo workspace's checkout or a git URL as well.
+RELEASES_ONLY = ("iceberg-spark", "pyspark")
+CARGO_BUILT = ("iceberg-rust",)
 
 
 @dataclass(frozen=True)
@@ -72,40 +76,56 @@ class Source:
         return hasher.hexdigest()[:16]
 
 
-def parse_source(text: str) -> Source | None:
-    """The source `text` names; None for a release's version. A one-line ValueError for neither."""
+def parse_source(text: str, cargo: bool = False) -> Source | None:
+    """The source `text` names; None for a release's version. A one-line ValueError for neither.
+    `cargo`: a source cargo builds (a folder with Cargo.toml, a git URL), not pip."""
     try:
         check_version(text)
         return None
     except ValueError:
         pass
-    if text.startswith(VCS_PREFIXES):
+    if text.startswith("git+" if cargo else VCS_PREFIXES):
         return Source(text, "vcs")
     path = Path(text).expanduser()
     if path.is_dir():
-        if not any((path / name).is_file() for name in ("pyproject.toml", "setup.py", "setup.cfg")):
-            raise ValueError(
-                f"{text}: a folder without pyproject.toml or setup.py is no Python package to build"
-            )
+        needs = ("Cargo.toml",) if cargo else ("pyproject.toml", "setup.py", "setup.cfg")
+        if not any((path / name).is_file() for name in needs):
+            what = "no cargo workspace to build" if cargo else "no Python package to build"
+            raise ValueError(f"{text}: a folder without {' or '.join(needs[:2])} is {what}")
         return Source(str(path.resolve()), "folder")
-    if path.is_file():
+    if path.is_file() and not cargo:
         if not path.name.endswith(PACKAGE_FILES):
             raise ValueError(f"{text}: not a wheel or sdist ({', '.join(PACKAGE_FILES)})")
         return Source(str(path.resolve()), "file")
+    if cargo:
+        raise ValueError(
+            f"not a version, a checkout folder or a git URL: {text!r} "
+            "(e.g. 0.10.1, ../iceberg-rust, git+https://github.com/apache/iceberg-rust@6f1b2d4)"
+        )
     raise ValueError(
         f"not a version, a source folder, a wheel or sdist, or a VCS URL: {text!r} "
         "(e.g. 1.23.0, ../dlt, dist/dlt-1.23.0.tar.gz, git+https://github.com/dlt-hub/dlt@dc01193)"
     )
 
 
+def sources_taken(library: str) -> str:
+    """What a library's axis builds from, for its flag's help; empty for one of releases only."""
+    if library in RELEASES_ONLY:
+        return ""
+    return (
+        "a checkout of its cargo workspace or a git URL"
+        if library in CARGO_BUILT
+        else ("a checkout folder, wheel, sdist, VCS URL")
+    )
+
+
 def check_library_version(text: str, library: str | None = None) -> str:
     """A release's version, or a source with its path made absolute (the workers start elsewhere).
-    `library`: one that takes releases only (RELEASES_ONLY) refuses a source."""
-    source = parse_source(text)
+    `library`: one that takes releases only (RELEASES_ONLY) refuses a source; one cargo builds
+    (CARGO_BUILT) takes its own kinds of source."""
+    source = parse_source(text, cargo=library in CARGO_BUILT)
     if source is not None and library in RELEASES_ONLY:
-        raise ValueError(
-            f"{library} takes releases only (a source build is for the Python libraries): {text!r}"
-        )
+        raise ValueError(f"{library} takes releases only (a source build is for the libraries): {text!r}")
     return text if source is None else source.ref
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from harness.base.builds import RELEASES_ONLY
+from harness.base.builds import sources_taken
 from harness.base.caps import ISOLATIONS, check_cap_fits, size_text
 from harness.base.config_file import CATALOGS, Flag
 from harness.base.errors import IcebenchError, first_error
@@ -46,7 +46,7 @@ ConfigTable = TypeVar("ConfigTable", bound=BaseModel)
 
 # Writer libraries whose versions a run can vary (--pyiceberg 0.9.1,0.12.0), and Iceberg's Spark
 # runtime (--iceberg-spark 1.9.2,1.10.1: a jar, harness/services/envs.py JVM_RUNTIMES), and
-# iceberg-rust's crates (--iceberg-rust 0.10.0: the Rust worker built again, harness/services/rust_worker.py).
+# iceberg-rust's crates (--iceberg-rust 0.10.0 or a checkout: harness/services/rust_worker.py builds again).
 VERSIONED_LIBRARIES = (
     "pyiceberg", "pyiceberg-core", "dlt", "polars", "daft", "duckdb",
     "pyspark", "iceberg-spark", "iceberg-rust",
@@ -101,7 +101,7 @@ def add_settings_flags(parser: argparse.ArgumentParser, memory_axis: bool = Fals
         parser.add_argument(
             f"--{library}", metavar="VERSIONS", type=versions(library), dest=_dest(library),
             help=f"run the workers with each of these {library} versions (comma-separated), in turn"
-            + ("" if library in RELEASES_ONLY else "; or builds of a checkout folder, wheel, sdist, VCS URL"),
+            + (f"; or builds of {sources_taken(library)}" if sources_taken(library) else ""),
         )  # fmt: skip
     parser.add_argument(
         "--fileio", metavar="NAMES", type=file_io_names,

@@ -152,7 +152,8 @@ class Runner:
         self.store = store
         self.stack = stack
         self.isolation = resolve_isolation(settings.isolation)
-        self.variant = variant
+        self.variant = variant  # as it is labelled: a source build renamed as built (_set_up)
+        self.built_from = variant  # as it was asked for: what a worker program is built from
         self.envs_root = settings.data_dir.parent / "envs"
         self.python: Path | None = None  # the variant's interpreter; None: this one
         self.worker_variables: dict[str, str] = {}  # what a JVM runtime's variant tells its workers
@@ -184,7 +185,10 @@ class Runner:
             self.worker_catalog = {PY_IO_IMPL: file_io_impl(variant.version)}
             return
         if variant.library == rust_worker.LIBRARY:  # the Rust worker built against that release
-            rust_worker.build(variant.version)
+            binary, _ = rust_worker.build(variant.version)
+            if parse_source(variant.version, cargo=True) is not None:  # named as the worker says it is
+                built = rust_worker.describe(binary)["versions"].get(rust_worker.LIBRARY, "missing")
+                self.variant = Variant(variant.library, str(built))
             return
         if variant.on_jvm:
             fetch_jars(variant.version, spark_line())
@@ -471,7 +475,8 @@ class Runner:
         feeds = scenario.feeds()
         python = self._worker_python(writer)
         try:
-            program = writer.worker_command(self.variant_versions)
+            built_from = self.built_from
+            program = writer.worker_command({built_from.library: built_from.version} if built_from else {})
         except IcebenchError as exc:  # its program is not built here: the harness's limit, not the writer's
             raise RunFailed(str(exc)) from exc
         workers = []

@@ -1,7 +1,10 @@
 """The Rust worker (`rust/`): the worker of the iceberg-rust writers, built by cargo into a cache
 outside the repository and kept there under a digest of its sources, so a fresh clone (CI) with
 unchanged sources builds nothing. `--iceberg-rust VERSION` builds a copy of `rust/` with the
-iceberg crates pinned at VERSION, once, beside it.
+iceberg crates pinned at VERSION, once, beside it; `--iceberg-rust PATH` (a checkout of the
+iceberg-rust workspace) or `git+URL@REV` with the crates taken from there, every crate that asks for
+them from crates.io patched to the same (`[patch.crates-io]`), rebuilt when the checkout changes.
+The worker names such a build as it is (`0.10.1+dc01193.dirty`, build.rs): what ran.
 
 `python -m harness.services.rust_worker build [VERSION]` is what `make rust-worker` runs, `... target-dir`
 prints the cargo target folder it builds in (`make lint-rust` checks there too).
@@ -18,9 +21,11 @@ import shutil
 import subprocess
 import sys
 import time
+import tomllib
 from functools import cache
 from pathlib import Path
 
+from harness.base.builds import NOT_SOURCE, Source, build_tag, parse_source
 from harness.base.checkout import REPO_ROOT
 from harness.base.errors import IcebenchError, first_line
 
@@ -31,6 +36,7 @@ CACHE_VARIABLE = "ICEBENCH_CACHE"  # the build cache of the images and the REST 
 # Every iceberg crate rust/Cargo.toml pins, all at one version (they are released together).
 PINNED = re.compile(r'^(?P<crate>iceberg(?:-[a-z-]+)?) = "=(?P<version>[^"]+)"$', re.M)
 DESCRIBE_TIMEOUT_S = 30.0
+BUILD_VARIABLE = "ICEBENCH_ICEBERG_BUILD"  # a checkout's commit, for build.rs to name the build by
 
 
 def build_cache() -> Path:
@@ -64,20 +70,65 @@ def _manifest(version: str | None = None) -> str:
     text = (RUST_DIR / "Cargo.toml").read_text()
     if version is None:
         return text
-    return PINNED.sub(lambda match: f'{match["crate"]} = "={version}"', text)
+    source = parse_source(version, cargo=True)
+    if source is None:
+        return PINNED.sub(lambda match: f'{match["crate"]} = "={version}"', text)
+    crates = {match["crate"]: _dependency(match["crate"], source) for match in PINNED.finditer(text)}
+    patches = "".join(f"{crate} = {dependency}\n" for crate, dependency in crates.items())
+    return PINNED.sub(lambda match: f"{match['crate']} = {crates[match['crate']]}", text) + (
+        f"\n# The crates under them that ask crates.io for these get the same build.\n"
+        f"[patch.crates-io]\n{patches}"
+    )
+
+
+def _dependency(crate: str, source: Source) -> str:
+    """A cargo dependency on `crate` of a checkout (its folder found by name) or a git URL."""
+    if source.kind == "vcs":
+        url, _, reference = source.ref.removeprefix("git+").rpartition("@")
+        if "/" in reference or not url:  # no @REV (an @ of the URL's user is no reference)
+            return f'{{ git = "{source.ref.removeprefix("git+")}" }}'
+        kind = "rev" if re.fullmatch(r"[0-9a-f]{7,40}|refs/.+", reference) else "branch"
+        return f'{{ git = "{url}", {kind} = "{reference}" }}'
+    folder = _crate_folders(Path(source.ref)).get(crate)
+    if folder is None:
+        raise IcebenchError(f"{source.ref} has no crate {crate}: not a checkout of iceberg-rust")
+    return f'{{ path = "{folder}" }}'
+
+
+def _crate_folders(checkout: Path) -> dict[str, Path]:
+    """Each crate of a checkout by its package name (a workspace keeps them in folders of its own)."""
+    found: dict[str, Path] = {}
+    for root, folders, files in os.walk(checkout):
+        folders[:] = sorted(name for name in folders if name not in NOT_SOURCE)  # not target/, .git/
+        if "Cargo.toml" in files:
+            name = tomllib.loads((Path(root) / "Cargo.toml").read_text()).get("package", {}).get("name")
+            if isinstance(name, str):
+                found.setdefault(name, Path(root))
+    return found
+
+
+def _source(version: str | None) -> Source | None:
+    return None if version is None else parse_source(version, cargo=True)
 
 
 def source_digest(version: str | None = None) -> str:
-    """What the binary is built from: the sources, and the iceberg version of a variant."""
-    digest = hashlib.sha256((version or "").encode())
+    """What the binary is built from: the sources, and the iceberg version of a variant (a
+    checkout's tree, a git URL's text)."""
+    source = _source(version)
+    digest = hashlib.sha256((source.digest() if source else version or "").encode())
     for path in _sources():
         digest.update(str(path.relative_to(RUST_DIR)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
 
+def _label(version: str | None) -> str:
+    if version is None:
+        return "pinned"
+    return f"iceberg-{version}" if _source(version) is None else "iceberg-src"
+
+
 def binary_path(version: str | None = None) -> Path:
-    label = f"iceberg-{version}" if version else "pinned"
-    return build_cache() / "rust-bin" / f"{label}-{source_digest(version)}" / BINARY
+    return build_cache() / "rust-bin" / f"{_label(version)}-{source_digest(version)}" / BINARY
 
 
 def worker_binary(version: str | None = None) -> Path:
@@ -119,12 +170,15 @@ def build(version: str | None = None) -> tuple[Path, float]:
         raise IcebenchError("cargo is not installed: the Rust worker needs a Rust toolchain (rustup.rs)")
     started = time.perf_counter()
     project = RUST_DIR if version is None else _variant_project(version)
+    source = _source(version)
     # One target folder for every release: a variant rebuilds the iceberg crates and the worker,
     # not the ~500 crates they share (a lock keeps two harnesses from swapping binaries).
     target = target_dir()
     command = ["cargo", "build", "--release", "--manifest-path", str(project / "Cargo.toml")]
     command += ["--locked"] if version is None else []
     environment = {**os.environ, "CARGO_TARGET_DIR": str(target)}
+    if source is not None and source.kind == "folder":  # a git source's commit is in Cargo.lock
+        environment[BUILD_VARIABLE] = build_tag(source.note())
     target.mkdir(parents=True, exist_ok=True)
     with _build_lock().open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # the build and the copy of its binary, one harness at a time
@@ -137,7 +191,7 @@ def build(version: str | None = None) -> tuple[Path, float]:
                 if line.startswith("error"):
                     errors.append(line)
         if cargo.returncode != 0:
-            what = f"iceberg-rust {version}" if version else "the pinned crates"
+            what = f"iceberg-rust {'of ' if source else ''}{version}" if version else "the pinned crates"
             why = first_line(errors[0]) if errors else f"cargo exited with {cargo.returncode}"
             raise IcebenchError(f"the Rust worker does not build with {what}: {why}")
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -148,9 +202,9 @@ def build(version: str | None = None) -> tuple[Path, float]:
 
 
 def _variant_project(version: str) -> Path:
-    """A copy of rust/ with every iceberg crate at `version`. Its Cargo.lock is rust/'s: cargo
-    changes only what the new pins need, every other crate stays at its pinned version."""
-    project = build_cache() / "rust-src" / f"iceberg-{version}"
+    """A copy of rust/ with every iceberg crate at `version` (or from its source). Its Cargo.lock is
+    rust/'s: cargo changes only what the new pins need, every other crate stays at its pinned version."""
+    project = build_cache() / "rust-src" / f"{_label(version)}-{source_digest(version)}"
     shutil.rmtree(project, ignore_errors=True)
     shutil.copytree(RUST_DIR, project, ignore=shutil.ignore_patterns("target"))
     (project / "Cargo.toml").write_text(_manifest(version))
@@ -173,11 +227,13 @@ def main(arguments: list[str]) -> None:
         print(target_dir())
         return
     if not arguments or arguments[0] != "build":
-        sys.exit("usage: python -m harness.services.rust_worker build [ICEBERG_RUST_VERSION] | target-dir")
+        sys.exit(
+            "usage: python -m harness.services.rust_worker build [VERSION|CHECKOUT|GIT_URL] | target-dir"
+        )
     version = arguments[1] if len(arguments) > 1 and arguments[1] else None
     try:
         path, seconds = build(version)
-    except IcebenchError as exc:
+    except (IcebenchError, ValueError) as exc:  # a build that fails; a source that is none
         sys.exit(f"rust_worker: {exc}")
     sys.stderr.write(
         f"rust_worker: {path} ({'up to date' if not seconds else f'built in {seconds:.0f} s'})\n"

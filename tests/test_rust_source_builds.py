@@ -85,3 +85,26 @@ def test_a_checkout_on_the_axis_runs_named_as_built(checkout: Path, cli_settings
     built = f"{rust_worker.pinned_version()}+{commit}"
     assert (record.variant, record.versions["iceberg-rust"]) == (f"iceberg-rust {built}", built)
     assert record.versions["iceberg-datafusion"] == built
+
+
+@pytest.mark.parametrize(
+    ("reference", "dependency"),
+    [
+        (
+            "git+https://github.com/apache/iceberg-rust@6f1b2d4",
+            'git = "https://github.com/apache/iceberg-rust", rev = "6f1b2d4"',
+        ),
+        ("git+https://github.com/apache/iceberg-rust@refs/pull/7/head", 'rev = "refs/pull/7/head"'),
+        (
+            "git+https://github.com/apache/iceberg-rust@main",
+            'git = "https://github.com/apache/iceberg-rust", branch = "main"',
+        ),
+        (
+            "git+ssh://git@github.com/apache/iceberg-rust",
+            '{ git = "ssh://git@github.com/apache/iceberg-rust" }',
+        ),
+    ],
+)
+def test_a_git_url_is_cargos_git_dependency(reference: str, dependency: str):
+    manifest = rust_worker._manifest(reference)
+    assert manifest.count(dependency) == 2 * len(pinned_crates()), manifest  # the dependency and its patch

@@ -85,7 +85,7 @@ def _dependency(crate: str, source: Source) -> str:
     """A cargo dependency on `crate` of a checkout (its folder found by name) or a git URL."""
     if source.kind == "vcs":
         url, _, reference = source.ref.removeprefix("git+").rpartition("@")
-        if "/" in reference or not url:  # no @REV (an @ of the URL's user is no reference)
+        if "/" not in url.partition("://")[2]:  # no @REV: that @ is the URL's user's (ssh://git@host/...)
             return f'{{ git = "{source.ref.removeprefix("git+")}" }}'
         kind = "rev" if re.fullmatch(r"[0-9a-f]{7,40}|refs/.+", reference) else "branch"
         return f'{{ git = "{url}", {kind} = "{reference}" }}'

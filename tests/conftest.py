@@ -60,14 +60,22 @@ def cli_settings(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Setting
     return settings
 
 
+# The downstream scans after each run are a process of their own (~1.5 s on tiny): the runners
+# below leave them out, but in a module that reads them (`READS_SCANS = True`: tests/test_runs.py
+# on every writer's table, tests/test_scan_cost.py); the CLI's runs keep them (tests/test_s3_counter.py).
+NO_SCANS = {"scan_cost": False}
+
+
 @pytest.fixture
-def runner(settings: Settings) -> Runner:
+def runner(settings: Settings, request: pytest.FixtureRequest) -> Runner:
+    if not getattr(request.module, "READS_SCANS", False):
+        settings = settings.model_copy(update=NO_SCANS)
     return Runner(settings, ResultsStore(settings.results_dir), EmbeddedStack(settings))
 
 
 @pytest.fixture(scope="module")
 def services_settings(settings: Settings) -> Settings:
-    return settings.model_copy(update={"stack": "local-services"})
+    return settings.model_copy(update={"stack": "local-services", **NO_SCANS})
 
 
 @pytest.fixture(scope="module")

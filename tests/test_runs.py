@@ -9,6 +9,8 @@ from harness.engines.writers import writers
 from harness.run.runner import RunPlan
 from scenarios import scenarios
 
+READS_SCANS = True  # tests/conftest.py's runner keeps the downstream scans
+
 UPSERT_AFTER_ADD_COLUMN = "apache/iceberg-python#2467"
 SINGLE_COMMIT_WRITERS = {name for name, w in writers().items() if w.single_commit}
 

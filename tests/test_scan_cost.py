@@ -39,6 +39,8 @@ from harness.run.runner import Runner, RunPlan
 from harness.services.launcher import Launch
 from harness.services.stacks.embedded import EmbeddedStack
 
+READS_SCANS = True  # tests/conftest.py's runner keeps the downstream scans
+
 SPARK_CAP = 2 << 30  # Spark's driver heap is 60% of the cap (tests/test_spark.py)
 
 

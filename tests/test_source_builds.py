@@ -99,7 +99,7 @@ def test_what_an_axis_takes_and_refuses(tmp_path):
         check_library_version(str(wheel), "pyspark")
     with pytest.raises(ValueError, match="not a version, a checkout folder or a git URL"):
         check_library_version(str(wheel), "iceberg-rust")  # cargo builds no wheel
-    with pytest.raises(ValueError, match="without Cargo.toml .* no cargo workspace to build"):
+    with pytest.raises(ValueError, match=r"without Cargo\.toml .* no cargo workspace to build"):
         check_library_version(str(tmp_path), "iceberg-rust")
     rust_git = "git+https://github.com/apache/iceberg-rust@6f1b2d4"
     assert check_library_version(rust_git, "iceberg-rust") == rust_git

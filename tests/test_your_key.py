@@ -12,6 +12,8 @@ from generators.datasets import DataSet, DataSets
 from generators.manifest import DatasetManifest, file_entry, schema_fields
 from harness.run.runner import Runner, RunPlan
 
+READS_SCANS = True  # tests/conftest.py's runner keeps the downstream scans
+
 KEY = "order_id"
 
 

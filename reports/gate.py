@@ -64,8 +64,8 @@ class GateThresholds(BaseModel):
                 raise PydanticCustomError(
                     "unknown_threshold", f"{name}: no such threshold; known: {', '.join(defaults)}"
                 )
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise PydanticCustomError("threshold", f"{name}: a number of at least 0 (got {value!r})")
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+                raise PydanticCustomError("threshold", f"{name}: a finite number >= 0 (got {value!r})")
             if name.endswith("_ratio") and value < 1:
                 raise PydanticCustomError("threshold", f"{name}: a ratio of at least 1 (got {value!r})")
         return {**defaults, **{name: float(value) for name, value in given.items()}}

@@ -24,8 +24,8 @@ from pydantic import BeforeValidator
 from harness.base.errors import IcebenchError, close_match
 
 CGROUP_ROOT = Path("/sys/fs/cgroup/memory")
-# Below this no Python interpreter with pyarrow can even start.
-MIN_CAP_BYTES = 16 * 2**20
+# Below this no Python interpreter with pyarrow can even start (docs/commands.md names it).
+MIN_CAP_BYTES = 24 * 2**20
 # Above this a cgroup v1 limit reads back as "unlimited": no cap at all.
 MAX_CAP_BYTES = 2**50
 # Our cgroups are `<prefix>-<pid of the harness that made it>-<8 hex>`: a worker's cap, or the box

@@ -27,6 +27,8 @@ _COLUMN = re.compile(r"[^\s(),\[\]]+")
 _TRANSFORMS = ("identity", "year", "month", "day", "hour", "bucket[N]", "truncate[W]")
 # Iceberg's transforms as its metadata spells them (void aside: it would drop the column's values).
 _TRANSFORM = re.compile(r"identity|year|month|day|hour|(bucket|truncate)\[[1-9][0-9]*\]")
+MAX_WIDTH = 2**31 - 1  # a bucket count and a truncate width are Iceberg ints
+_TIME_FIELD = re.compile(r"(?:year|month|day|hour)\((?P<column>[^()]+)\)")
 
 
 def parse_layout(
@@ -48,6 +50,10 @@ def parse_partition(text: str) -> tuple[str, ...]:
     fields = tuple(_partition_field(part.strip()) for part in _top_level_commas(text))
     if len(set(fields)) < len(fields):
         raise IcebenchError(f"--partition {text}: a field is given twice")
+    # Iceberg refuses two time transforms of one column (Java's "Cannot add redundant partition").
+    timed = [match["column"] for field in fields if (match := _TIME_FIELD.fullmatch(field))]
+    if twice := sorted({column for column in timed if timed.count(column) > 1}):
+        raise IcebenchError(f"--partition {text}: {twice[0]} has two time transforms; Iceberg allows one")
     return fields
 
 
@@ -60,10 +66,11 @@ def _partition_field(text: str) -> str:
     else:
         match = None
     if match is not None:
-        if not _TRANSFORM.fullmatch(transform):
+        width = re.search(r"\[(\d+)\]", transform)
+        if not _TRANSFORM.fullmatch(transform) or (width is not None and int(width[1]) > MAX_WIDTH):
             raise IcebenchError(
                 f"--partition {text}: unknown transform {spelled} (known: {', '.join(_TRANSFORMS)}; "
-                "a bucket count or truncate width is 1 or more)"
+                f"a bucket count or truncate width is 1 to {MAX_WIDTH})"
             )
         return f"{transform}({match['column']})"
     if _COLUMN.fullmatch(text):
@@ -90,10 +97,16 @@ def _top_level_commas(text: str) -> list[str]:
 
 def parse_sort(text: str) -> tuple[str, ...]:
     """`c001_int32, c002_int64 desc` as ("c001_int32", "c002_int64 desc"): ascending by default."""
+    if not text.strip():
+        return ()
     columns = []
-    for part in (part.split() for part in text.split(",") if part.strip()):
+    for part in (part.split() for part in text.split(",")):
+        if not part:
+            raise IcebenchError(f"--sort {text!r}: an empty column between commas")
         if len(part) > 2 or (len(part) == 2 and part[1].lower() not in ("asc", "desc")):
             raise IcebenchError(f"--sort {text}: give columns, each with asc or desc after it if you like")
+        if part[0] in (column.split()[0] for column in columns):
+            raise IcebenchError(f"--sort {text}: {part[0]} is given twice")
         columns.append(part[0] if len(part) == 1 or part[1].lower() == "asc" else f"{part[0]} desc")
     return tuple(columns)
 

@@ -264,6 +264,8 @@ def batch_counts(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
     if len(values) < 2 or min(values) < 1:
         raise argparse.ArgumentTypeError("give at least two positive batch counts, e.g. 25,50,100,200")
+    if len(set(values)) < len(values):
+        raise argparse.ArgumentTypeError(f"{text!r}: a batch count is given twice")
     return values
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.base.errors import IcebenchError, first_error
-from harness.base.results import now_iso, read_environment, read_runs
+from harness.base.results import now_iso, read_environment, read_results_folder
 from harness.model import Metric, RunKey, RunRecord, Status, metrics, run_key
 from reports.fits import Fit, fits
 
@@ -116,12 +116,9 @@ def aggregate_fit(fit: Fit) -> ScaleAggregate:
 
 def _read_folder(folder: Path) -> tuple[list[RunRecord], dict[str, str]]:
     """Runs (scale points included) and environment versions of one results folder, or one line naming it."""
-    if not folder.is_dir():
-        raise IcebenchError(f"results folder {folder} does not exist")
-    if not _holds_results(folder):
-        raise IcebenchError(f"{folder} holds no runs.jsonl")
+    records = read_results_folder(folder)
     environment = read_environment(folder)
-    return read_runs(folder), environment.versions if environment else {}
+    return records, environment.versions if environment else {}
 
 
 def _merge_versions(found: Iterable[dict[str, str]]) -> dict[str, str]:

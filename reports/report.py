@@ -12,8 +12,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from harness.base.errors import IcebenchError
-from harness.base.results import read_environment, read_runs
+from harness.base.results import read_environment, read_results_folder
 from harness.model import RunRecord
 from reports.caps import cap_figures, cap_lines, table_text
 from reports.fits import Fit, fits
@@ -110,9 +109,7 @@ class Report:
 
 def write_report(folder: Path) -> Report:
     """Renders every plot that has data and writes the two pages; returns their paths."""
-    if not (folder / "runs.jsonl").is_file():
-        raise IcebenchError(f"{folder} holds no runs.jsonl")
-    runs = read_runs(folder)
+    runs = read_results_folder(folder)
     scales = fits(runs)
     plot_dir = folder / "plots"
     plot_dir.mkdir(exist_ok=True)

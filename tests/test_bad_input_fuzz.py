@@ -229,3 +229,17 @@ def test_a_gate_threshold_that_is_no_finite_number_is_refused(capsys, places, st
     config.write_text(f"[gate]\nwall_time_ratio = {threshold}\n")
     argv = command_line("gate", places, "--config", str(config))
     assert_refused(capsys, argv, "wall_time_ratio", threshold)
+
+
+@pytest.mark.parametrize("command", ["summary", "report", "compare", "baseline save", "gate"])
+def test_an_empty_results_file_is_bad_input_not_a_report_of_nothing(capsys, places, stopped, command):
+    """Exit 2 naming the file (exit 1 is the gate's for a regression)."""
+    empty = places["root"] / f"empty-{command.replace(' ', '-')}"
+    empty.mkdir()
+    (empty / "runs.jsonl").write_text("")
+    argv = {
+        "compare": ["compare", str(empty), str(places["folder"])],
+        "gate": ["gate", "--baseline", str(places["baseline"]), str(empty)],
+        "baseline save": ["baseline", "save", str(empty), "--out", str(empty / "baseline.json")],
+    }.get(command, [command, str(empty)])
+    assert_refused(capsys, argv, str(empty / "runs.jsonl"), "")

@@ -184,6 +184,19 @@ def read_runs(path: Path) -> list[RunRecord]:
     return parsed
 
 
+def read_results_folder(folder: Path) -> list[RunRecord]:
+    """The runs of a results folder that a command reads (summary, report, baseline, gate); one
+    line when it is missing or holds none (an empty runs.jsonl would be a report of nothing)."""
+    if not folder.is_dir():
+        raise IcebenchError(f"results folder {folder} does not exist")
+    if not (folder / "runs.jsonl").is_file():
+        raise IcebenchError(f"{folder} holds no runs.jsonl")
+    records = read_runs(folder)
+    if not records:
+        raise IcebenchError(f"{folder / 'runs.jsonl'} holds no runs: nothing to read")
+    return records
+
+
 class NewerSchema(Exception):
     pass
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.base.errors import IcebenchError
 from harness.cli.flags import add_config_flag
 
 
@@ -16,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from harness.base.results import read_runs
+    from harness.base.results import read_results_folder
     from harness.base.settings import load_settings
     from harness.cli.output import print_results, show
     from reports.baseline import newest_results_folder
@@ -30,10 +29,7 @@ def run(args: argparse.Namespace) -> None:
     )
 
     folder = args.results_dir or newest_results_folder(load_settings(args.config).results_dir)
-    runs = folder / "runs.jsonl"
-    if not runs.is_file():
-        raise IcebenchError(f"{folder} holds no runs.jsonl")
-    records = read_runs(runs)
+    records = read_results_folder(folder)
     if args.markdown:
         print(summary_markdown(records))
         if unsupported := unsupported_rows(records):

@@ -35,8 +35,6 @@ RUNNING = ("run", "matrix", "scale", "rounds")
 VALID: dict[tuple[str, str], dict[str, str]] = {
     ("generate", "--seed"): {"0": "seed 0 is a seed"},
     ("generate", "--first-key"): {"0": "keys start at 0 by default"},
-    ("generate", "--update-ratio"): {"0": "a change set of inserts only"},
-    ("generate", "--insert-ratio"): {"0": "a change set of updates only"},
     ("generate", "--out"): dict.fromkeys(BAD_VALUES[1:], CREATES),
     ("baseline save", "--out"): dict.fromkeys(BAD_VALUES[1:], CREATES),
     ("report", "--screenshot"): dict.fromkeys(BAD_VALUES[1:], CREATES),
@@ -212,6 +210,10 @@ FLAG_BAD_VALUES = [
     ("run", "--partition", f"bucket[{HUGE}](id)"),
     ("run", "--partition", "truncate[0](c003_str)"),
     ("run", "--memory", "16m"),
+    # A flag of one kind of generation given to another would change nothing.
+    ("generate", "--update-ratio", "0.5"),
+    ("generate", "--memory", "2g"),
+    ("generate", "--spark-master", "local[2]"),
 ]
 
 
@@ -243,3 +245,12 @@ def test_an_empty_results_file_is_bad_input_not_a_report_of_nothing(capsys, plac
         "baseline save": ["baseline", "save", str(empty), "--out", str(empty / "baseline.json")],
     }.get(command, [command, str(empty)])
     assert_refused(capsys, argv, str(empty / "runs.jsonl"), "")
+
+
+def test_a_generation_flag_that_would_change_nothing_is_refused(capsys, places, stopped, tiny_sets):
+    out = str(places["root"] / "never-written")
+    assert_refused(capsys, ["generate", "--preset", "tiny", "--evolved", "--out", out], "--evolved", "")
+    base = str(tiny_sets["base"].directory)
+    no_rows = ["generate", "--changes-of", base, "--update-ratio", "0", "--insert-ratio", "0", "--out", out]
+    assert_refused(capsys, no_rows, "--update-ratio 0 and --insert-ratio 0", "")
+    assert_refused(capsys, ["generate", "--changes-of", base, "--rows", "5", "--out", out], "--rows", "")

@@ -21,12 +21,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--columns", type=int_from(2, MAX_COLUMNS))
     parser.add_argument("--files", type=int_from(1, MAX_FILES), help="at most --rows")
     parser.add_argument("--seed", type=within(settings_model, "seed"), default=42)
-    parser.add_argument("--first-key", type=int_from(0, MAX_FIRST_KEY), default=0)
+    parser.add_argument("--first-key", type=int_from(0, MAX_FIRST_KEY), help="default 0")
     parser.add_argument(
         "--changes-of", type=folder, metavar="BASE_DIR", help="write a change set of this base set"
     )
-    parser.add_argument("--update-ratio", type=within(settings_model, "update_ratio"), default=0.2)
-    parser.add_argument("--insert-ratio", type=within(settings_model, "insert_ratio"), default=0.1)
+    parser.add_argument("--update-ratio", type=within(settings_model, "update_ratio"), help="default 0.2")
+    parser.add_argument("--insert-ratio", type=within(settings_model, "insert_ratio"), help="default 0.1")
     parser.add_argument("--evolved", action="store_true", help="change rows carry an extra column")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument(
@@ -47,10 +47,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_flag(parser, "a [settings] table")
 
 
+# Flags that mean something to one kind of generation only: given to another they would change
+# nothing, so they are refused.
+ONLY_FOR = {
+    "a change set (--changes-of)": ("evolved", "update_ratio", "insert_ratio"),
+    "a base set (without --changes-of)": ("preset", "rows", "columns", "files", "first_key"),
+    "--engine spark": ("spark_master", "memory"),
+}
+
+
+def _given(value: object) -> bool:
+    return value is not None and value is not False  # a 0 given is given
+
+
+def _refuse_flags_that_change_nothing(args: argparse.Namespace) -> None:
+    making = {
+        "a change set (--changes-of)": args.changes_of is not None,
+        "a base set (without --changes-of)": args.changes_of is None,
+        "--engine spark": args.engine == "spark",
+    }
+    for kind, names in ONLY_FOR.items():
+        given = [name for name in names if _given(getattr(args, name))]
+        if given and not making[kind]:
+            flag = "--" + given[0].replace("_", "-")
+            raise IcebenchError(f"{flag} is for {kind} only: here it would change nothing")
+
+
 def run(args: argparse.Namespace) -> None:
     from generators.checksum import short_form
     from harness.cli import output
 
+    _refuse_flags_that_change_nothing(args)
     if args.changes_of:
         if args.engine != "pyarrow":
             raise IcebenchError("--engine spark makes base sets; change sets (--changes-of) use pyarrow")
@@ -85,14 +112,20 @@ def _changes(args: argparse.Namespace) -> DatasetManifest:
     from generators.datasets import data_set
     from harness.cli.output import generation_progress
 
-    rows = round(data_set(args.changes_of).manifest.rows * (args.update_ratio + args.insert_ratio))
+    defaults = settings_model().model_fields
+    ratios = {
+        name: value if (value := getattr(args, name)) is not None else defaults[name].default
+        for name in ("update_ratio", "insert_ratio")
+    }
+    if not sum(ratios.values()):
+        raise IcebenchError("--update-ratio 0 and --insert-ratio 0 make a change set of no rows")
+    rows = round(data_set(args.changes_of).manifest.rows * sum(ratios.values()))
     with generation_progress() as progress:
         return generate_changes(
             args.changes_of,
             args.out,
             seed=args.seed,
-            update_ratio=args.update_ratio,
-            insert_ratio=args.insert_ratio,
+            **ratios,
             evolved=args.evolved,
             progress=progress("changes", rows),
         )
@@ -128,4 +161,5 @@ def _base_set(args: argparse.Namespace) -> dict[str, int]:
     files = args.files or (preset.files if preset else 1)
     if rows is None or columns is None:
         raise IcebenchError("generate needs --preset or both --rows and --columns")
-    return {"rows": rows, "columns": columns, "files": files, "seed": args.seed, "first_key": args.first_key}
+    first_key = args.first_key or 0
+    return {"rows": rows, "columns": columns, "files": files, "seed": args.seed, "first_key": first_key}

@@ -254,3 +254,20 @@ def test_a_generation_flag_that_would_change_nothing_is_refused(capsys, places, 
     no_rows = ["generate", "--changes-of", base, "--update-ratio", "0", "--insert-ratio", "0", "--out", out]
     assert_refused(capsys, no_rows, "--update-ratio 0 and --insert-ratio 0", "")
     assert_refused(capsys, ["generate", "--changes-of", base, "--rows", "5", "--out", out], "--rows", "")
+
+
+@pytest.mark.parametrize(
+    ("extra", "culprit"),
+    [
+        (["--scenario", "append", "--preset", "tiny"], "--source and --preset"),
+        (["--scenario", "append", "--changes", "{base}"], "--changes"),
+        (["--scenario", "append", "--update-ratio", "0.5"], "--update-ratio"),
+        (["--scenario", "upsert", "--changes", "{base}", "--insert-ratio", "0.5"], "--insert-ratio"),
+    ],
+)
+def test_your_data_flags_that_would_change_nothing_are_refused(
+    capsys, places, stopped, tiny_sets, extra, culprit
+):
+    base = str(tiny_sets["base"].directory)
+    argv = ["run", "--writer", "pyiceberg-table", "--source", base, *(a.format(base=base) for a in extra)]
+    assert_refused(capsys, argv, culprit, "")

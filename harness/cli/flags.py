@@ -166,7 +166,12 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def your_data(args: argparse.Namespace) -> YourData:
-    return YourData(args.source, args.key, args.changes, getattr(args, "base", None))
+    given = [
+        flag
+        for flag in ("--update-ratio", "--insert-ratio")
+        if getattr(args, flag[2:].replace("-", "_")) is not None
+    ]
+    return YourData(args.source, args.key, args.changes, getattr(args, "base", None), tuple(given))
 
 
 def axis_flags(model: type[BaseModel]) -> dict[str, Flag]:

@@ -227,12 +227,24 @@ class YourData:
     key: list[str] | None = None
     changes: str | None = None
     base: str | None = None  # `run --base`: the set the table holds before
+    ratios: tuple[str, ...] = ()  # the flags of a derived change set's shape given (--update-ratio ...)
 
     def check_needs_source(self) -> None:
         for flag, value in (("--key", self.key), ("--changes", self.changes)):
             if value is not None and self.source is None:
                 shown = ",".join(value) if isinstance(value, list) else value
                 raise IcebenchError(f"{flag} {shown}: it is about your data; give your data with --source")
+
+    def check_used(self, needs: set[str], scenarios: list[str]) -> None:
+        """A change set given, or shaped, for scenarios that take none would change nothing."""
+        takes_changes = "changes" in needs and self.base is None  # with --base, --source is the set fed
+        what = f"{', '.join(scenarios)} {'takes' if len(scenarios) == 1 else 'take'} no change set"
+        if self.changes is not None and not takes_changes:
+            raise IcebenchError(f"--changes {self.changes}: {what}" + (" here (--base)" if self.base else ""))
+        if self.ratios and not takes_changes:
+            raise IcebenchError(f"{self.ratios[0]} shapes a derived change set: {what}")
+        if self.ratios and self.changes is not None:
+            raise IcebenchError(f"{self.ratios[0]} shapes a derived change set: --changes gives yours")
 
 
 def load_matrix_config(path: Path | None) -> MatrixConfig:

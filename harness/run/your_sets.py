@@ -21,6 +21,8 @@ from harness.run.matrix import prepare_data, your_scenarios
 from scenarios import get_scenario
 from scenarios.base import DataSets
 
+DEFAULT_RUN_PRESET = "tiny"  # `icebench run` without --preset or --source
+
 
 def your_sets(
     command: str,
@@ -35,10 +37,16 @@ def your_sets(
     data.check_needs_source()
     if data.source is None:
         return None
+    refuse_preset_with_source(command, preset_named)
+    needs = {need for name in scenario_names for need in get_scenario(name)().needs}
+    if scenario_names:  # rounds name none: their phases derive each round's change set
+        data.check_used(needs, scenario_names)
+    return derived_sets(data, settings, needs, events)
+
+
+def refuse_preset_with_source(command: str, preset_named: bool) -> None:
     if preset_named:
         raise IcebenchError(f"--source and --preset: {command} runs on your data or on a preset, not both")
-    needs = {need for name in scenario_names for need in get_scenario(name)().needs}
-    return derived_sets(data, settings, needs, events)
 
 
 def derived_sets(data: YourData, settings: Settings, needs: set[str], events: MatrixEvents) -> DataSets:
@@ -54,16 +62,19 @@ def derived_sets(data: YourData, settings: Settings, needs: set[str], events: Ma
 
 
 def run_sets(
-    scenario_name: str, preset: str, data: YourData, settings: Settings, events: MatrixEvents
+    scenario_name: str, preset: str | None, data: YourData, settings: Settings, events: MatrixEvents
 ) -> tuple[str, DataSets]:
-    """`icebench run`'s preset name and sets: the preset's, yours with what the scenario needs
-    derived, or yours as given (--source and --base)."""
+    """`icebench run`'s preset name and sets: the preset's (`preset` None: tiny), yours with what
+    the scenario needs derived, or yours as given (--source and --base)."""
     scenario = get_scenario(scenario_name)()
     data.check_needs_source()
     if data.source is None and data.base is None:
+        preset = preset or DEFAULT_RUN_PRESET
         return preset, prepare_data(settings, preset, list(scenario.needs), events)
     if data.source is None:
         raise IcebenchError(f"--base {data.base}: give the set the writer is fed with --source too")
+    refuse_preset_with_source("run", preset is not None)
+    data.check_used(set(scenario.needs), [scenario.name])
     if data.base is None:  # your set, and what the scenario needs derived from it
         your_scenarios([scenario.name])
         return "custom", derived_sets(data, settings, set(scenario.needs), events)

@@ -26,7 +26,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--preset",
-        default="tiny",
         type=one_known("preset", names.NAMES["preset"]),
         help=f"{one_of(names.NAMES['preset']())} (default tiny)",
     )

@@ -230,14 +230,30 @@ class DataCache:
 
 @contextmanager
 def generation_lock(directory: Path) -> Iterator[None]:
-    """One generator per set across processes; the kernel drops the lock when its holder dies."""
+    """One generator per set across processes; the kernel drops the lock when its holder dies. A
+    generation that made nothing (a refused source) leaves no lock file behind: it is removed under
+    the lock, and a waiter that then holds the removed file's lock takes a fresh one."""
     directory.parent.mkdir(parents=True, exist_ok=True)
-    with open(directory.with_name(f".{directory.name}.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    path = directory.with_name(f".{directory.name}.lock")
+    while True:
+        with open(path, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not _same_file(lock.fileno(), path):
+                continue  # its holder removed it while this process waited
+            try:
+                yield
+            finally:
+                if not directory.exists():
+                    path.unlink(missing_ok=True)
+                fcntl.flock(lock, fcntl.LOCK_UN)
+            return
+
+
+def _same_file(descriptor: int, path: Path) -> bool:
+    try:
+        return os.fstat(descriptor).st_ino == path.stat().st_ino
+    except FileNotFoundError:
+        return False
 
 
 def data_set(directory: Path) -> DataSet:

@@ -103,8 +103,10 @@ def source_files(spec: str) -> list[Path]:
     if path.is_file():
         return [path.resolve()]
     if path.is_dir():
-        found = sorted(
-            p for p in path.rglob("*.parquet") if not any(part.startswith(".") for part in p.parts)
+        found = sorted(  # hidden files and folders inside it left out, not a hidden folder it is in
+            p
+            for p in path.rglob("*.parquet")
+            if not any(part.startswith(".") for part in p.relative_to(path).parts)
         )
         if not found:
             raise SourceError(f"source {spec}: no *.parquet file in that folder")
@@ -271,12 +273,32 @@ def _schema_and_rows(files: list[Path]) -> tuple[pa.Schema, list[int]]:
             ) from None
         if schema is None:
             schema = found
+            if twice := _repeated_name(list(found)):
+                raise SourceError(
+                    f"source file {path}: two columns are named {twice} (a table's names are unique)"
+                )
         elif not found.equals(schema):
             difference = schema_difference(schema, found)
             raise SourceError(f"source file {path}: its schema differs from {files[0]}'s ({difference})")
         rows.append(metadata.num_rows)
     assert schema is not None
     return schema, rows
+
+
+def _repeated_name(fields: list[pa.Field], parent: str = "") -> str | None:
+    """The first name given twice among `fields` or inside a struct of them, dotted."""
+    names = [field.name for field in fields]
+    if twice := next((name for name in names if names.count(name) > 1), None):
+        return f"{parent}{twice}"
+    for field in fields:
+        inner = (
+            _repeated_name(list(field.type), f"{parent}{field.name}.")
+            if pa.types.is_struct(field.type)
+            else None
+        )
+        if inner:
+            return inner
+    return None
 
 
 def _check_key(path: Path, schema: pa.Schema, key: list[str]) -> None:

@@ -147,19 +147,37 @@ def test_the_derived_manifest_is_your_sets_truth_and_made_once(cli_settings, you
         ),
         (lambda folder: None, "order_id", "no *.parquet file in that folder"),
         (lambda folder: _unlike_schemas(folder), "order_id", "its schema differs"),
+        (
+            lambda folder: pq.write_table(
+                orders().rename_columns(["order_id"] * 2 + orders().column_names[2:]), folder / "a.parquet"
+            ),
+            "order_id",
+            "two columns are named order_id",
+        ),
     ],
-    ids=["missing key", "repeated key", "float key", "null key", "empty folder", "schemas differ"],
+    ids=[
+        "missing key",
+        "repeated key",
+        "float key",
+        "null key",
+        "empty folder",
+        "schemas differ",
+        "a name twice",
+    ],
 )
 def test_what_icebench_cannot_take_is_one_line_before_any_writer(
     cli_settings, capsys, tmp_path: Path, make, key: str, said: str
 ):
-    folder = tmp_path / "bad"
-    folder.mkdir()
+    folder = tmp_path / ".hidden" / "bad"  # a source under a hidden folder is read like any other
+    folder.mkdir(parents=True)
     make(folder)
     code = append(cli_settings, folder, key)
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and said in err[-1], err
     assert err[-1].startswith("icebench: error: ")
+    # Nothing left behind in the data cache: no lock of a set that was never made.
+    locks = cli_settings.data_dir.rglob(".*.lock")
+    assert [lock for lock in locks if not lock.with_name(lock.name[1:].removesuffix(".lock")).exists()] == []
 
 
 def _twice(folder: Path) -> None:

@@ -79,8 +79,38 @@ def test_sort_and_properties_parse_and_refuse_in_one_line():
         parse_property("format-version=3")
     with pytest.raises(IcebenchError, match="not an Iceberg table property"):
         parse_property("targetsize=1")
-    with pytest.raises(IcebenchError, match="give the size in bytes"):
+    with pytest.raises(IcebenchError, match="takes a whole number above 0"):
         parse_property("write.target-file-size-bytes=big")
+
+
+@pytest.mark.parametrize(
+    ("given", "culprit"),
+    [
+        (["write.parquet.compression-codec=nonsense"], "takes one of zstd, gzip"),
+        (["write.parquet.row-group-size-bytes=0"], "takes a whole number above 0"),
+        (["write.parqet.compression-codec=zstd"], "did you mean write.parquet.compression-codec"),
+        (["write.delete.mode=merge-on-reed"], "takes one of copy-on-write, merge-on-read"),
+        (["write.parquet.bloom-filter-enabled.column.=true"], "no Iceberg write property"),
+        (["write.target-file-size-bytes=1", "write.target-file-size-bytes=2"], "given twice"),
+    ],
+)
+def test_a_write_property_iceberg_would_ignore_or_refuse_is_one_line(given, culprit):
+    with pytest.raises(IcebenchError, match=culprit):
+        parse_layout(properties=given)
+
+
+@pytest.mark.parametrize(
+    "legal",
+    [
+        "write.parquet.compression-codec=ZSTD",
+        "write.parquet.row-group-limit=100000",
+        "write.metadata.metrics.column.c001_int32=full",
+        "write.parquet.bloom-filter-enabled.column.id=true",
+        "commit.retry.num-retries=8",  # not a write property: stored as given
+    ],
+)
+def test_a_legal_property_passes(legal):
+    assert parse_layout(properties=[legal]).properties == (tuple(part.strip() for part in legal.split("=")),)
     with pytest.raises(IcebenchError, match="asc or desc"):
         parse_sort("id sideways")
     layout = parse_layout("bucket(16, id)", "id", ["format-version=1"])

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 
 from harness.base.errors import IcebenchError
+from harness.base.table_properties import check_write_property
 from harness.model import TableLayout
 
 # Iceberg's own default for write.target-file-size-bytes (512 MiB), where a table does not set it.
@@ -39,8 +40,17 @@ def parse_layout(
     return TableLayout(
         partition=parse_partition(partition or ""),
         sort=parse_sort(sort or ""),
-        properties=tuple(sorted(dict(parse_property(text) for text in properties).items())),
+        properties=tuple(sorted(_distinct(parse_property(text) for text in properties).items())),
     )
+
+
+def _distinct(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for key, value in pairs:
+        if key in found:
+            raise IcebenchError(f"--table-property {key}: given twice ({found[key]}, {value}); give it once")
+        found[key] = value
+    return found
 
 
 def parse_partition(text: str) -> tuple[str, ...]:
@@ -129,8 +139,7 @@ def parse_property(text: str) -> tuple[str, str]:
             )
         if value not in ("1", "2"):
             raise IcebenchError(f"--table-property {text}: Iceberg's format versions are 1, 2 and 3")
-    elif key == TARGET_FILE_SIZE_PROPERTY and not (value.isdigit() and int(value) > 0):
-        raise IcebenchError(f"--table-property {text}: give the size in bytes")
+    check_write_property(text, key, value)
     return key, value
 
 

@@ -21,6 +21,7 @@ from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import NestedField, UUIDType
 
 from harness.base.errors import IcebenchError
+from harness.base.layout import check_layout
 from harness.base.layout_text import parse_layout, parse_partition, parse_property, parse_sort
 from harness.base.results import read_runs
 from harness.cli.main import main
@@ -97,6 +98,13 @@ def test_sort_and_properties_parse_and_refuse_in_one_line():
 def test_a_write_property_iceberg_would_ignore_or_refuse_is_one_line(given, culprit):
     with pytest.raises(IcebenchError, match=culprit):
         parse_layout(properties=given)
+
+
+def test_a_sort_by_a_nested_column_is_refused_before_any_run():
+    schema = pa.schema([("id", pa.int64()), ("tags", pa.list_(pa.string()))])
+    with pytest.raises(IcebenchError, match="sorts by primitive columns; tags is list<"):
+        check_layout(parse_layout(sort="id, tags"), schema)
+    check_layout(parse_layout(sort="id desc"), schema)
 
 
 @pytest.mark.parametrize(

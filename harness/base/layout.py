@@ -41,6 +41,10 @@ def table_specs(layout: TableLayout, schema: Schema) -> tuple[PartitionSpec, Sor
     for text in layout.sort:
         column, _, direction = text.partition(" ")
         source = _source_field(schema, column, "--sort", text)
+        if not IdentityTransform().can_transform(source.field_type):
+            raise IcebenchError(
+                f"--sort {text}: a table sorts by primitive columns; {column} is {source.field_type}"
+            )
         descending = direction == "desc"  # Spark's defaults: nulls first ascending, last descending
         order.append(
             SortField(

@@ -262,9 +262,13 @@ def test_ctrl_c_twice_leaves_nothing_behind(settings, tiny_sets, tmp_path):
     assert run.leftovers() == []
 
 
-def test_sigterm_while_the_command_loads_its_libraries_says_so(tmp_path):
-    """The libraries take ~2.5 s to load before main() takes SIGTERM over; a SIGTERM then ends the
-    command with the same line and exit code as later (it died silently with 143 before)."""
+@pytest.mark.parametrize(
+    ("signum", "line"),
+    [(signal.SIGTERM, "icebench: terminated (SIGTERM)"), (signal.SIGINT, "icebench: interrupted")],
+)
+def test_a_signal_while_the_command_loads_its_libraries_says_so(tmp_path, signum, line):
+    """A signal before main() takes the signals over ends the command with the same line and exit
+    code as later (SIGTERM died silently with 143, Ctrl-C printed a 35-line traceback)."""
     command = [
         sys.executable,
         "-m",
@@ -277,7 +281,8 @@ def test_sigterm_while_the_command_loads_its_libraries_says_so(tmp_path):
     ]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     time.sleep(0.3)
-    process.send_signal(signal.SIGTERM)
+    process.send_signal(signum)
     _, err = process.communicate(timeout=60)
-    assert process.returncode == 128 + signal.SIGTERM
-    assert err.strip().splitlines()[-1] == "icebench: terminated (SIGTERM)", err
+    assert process.returncode == 128 + signum
+    assert err.strip().splitlines()[-1] == line, err
+    assert "Traceback" not in err

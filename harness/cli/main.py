@@ -22,10 +22,17 @@ def _terminated_while_starting(signum: int, _frame: FrameType | None) -> None:
     os._exit(128 + signum)
 
 
+def _interrupted_while_starting(_signum: int, _frame: FrameType | None) -> None:
+    """Ctrl-C amid the imports: main()'s line and exit code, not a KeyboardInterrupt traceback."""
+    print("icebench: interrupted", file=sys.stderr, flush=True)
+    os._exit(130)
+
+
 # The command (its script, or `python -m harness.cli`), not an import by tests.
 if Path(sys.argv[0]).name == "icebench" or Path(sys.argv[0]).parts[-2:] == ("cli", "__main__.py"):
     for _signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(_signum, _terminated_while_starting)
+    signal.signal(signal.SIGINT, _interrupted_while_starting)
 
 from harness.base.errors import IcebenchError, IcebenchWarning, failure_line
 from harness.base.redaction import redact
@@ -77,6 +84,8 @@ def show_warning(message: Warning | str, category: type[Warning], *args: Any, **
 
 @terminates_like_ctrl_c
 def main(argv: Sequence[str] | None = None) -> int:
+    if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:  # from here on, KeyboardInterrupt
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     warnings.showwarning = show_warning
     arguments = list(sys.argv[1:] if argv is None else argv)
     try:

@@ -138,3 +138,35 @@ def test_an_env_made_for_a_vanished_checkout_is_pointed_at_this_one(tmp_path):
         [str(python), "-c", "import pyarrow, harness"], capture_output=True, check=False
     )
     assert imported.returncode == 0, imported.stderr
+
+
+def placeholder_wheel(folder, name: str, version: str):
+    """A wheel that installs `name`'s metadata and no module (as PyPI's yanked pyiceberg 0.0.1 does)."""
+    import zipfile
+
+    wheel = folder / f"{name}-{version}-py3-none-any.whl"
+    info = f"{name}-{version}.dist-info"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        archive.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        archive.writestr(f"{info}/RECORD", "")
+    return wheel
+
+
+def test_a_release_that_imports_another_version_is_refused_before_any_run(settings, tmp_path, monkeypatch):
+    """Its environment holds pyiceberg 0.0.1's metadata, but `import pyiceberg` finds the main
+    environment's 0.12.0: the record would say 0.0.1 for 0.12.0's work."""
+    from harness.services.envs import requirements_env
+
+    python = requirements_env([str(placeholder_wheel(tmp_path, "pyiceberg", "0.0.1"))], tmp_path / "envs")
+    assert installed_version(python, "pyiceberg") == "0.12.0"  # what the worker imports, not the metadata
+    monkeypatch.setattr("harness.run.runner.library_env", lambda *_: python)
+    with pytest.raises(
+        IcebenchError, match=r"--pyiceberg 0\.0\.1: its environment imports pyiceberg 0\.12\.0"
+    ):
+        Runner(
+            settings,
+            ResultsStore(tmp_path / "results"),
+            EmbeddedStack(settings),
+            Variant("pyiceberg", "0.0.1"),
+        )

@@ -19,7 +19,8 @@ import re
 import subprocess
 import sys
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, distribution
+from importlib.metadata import Distribution, PackageNotFoundError, distribution, distributions
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Literal
 
@@ -153,11 +154,12 @@ def build_tag(note: dict[str, str | bool | None]) -> str:
 
 
 def library_version(library: str) -> str:
-    """The version of `library` as this environment holds it: a release's, or a build's with what it
-    was built from (`1.23.0+dc01193`), read from the distribution pip installed and the environment's
-    BUILD_NOTE. "missing" when it is not installed."""
+    """The version of `library` as this environment imports it: a release's, or a build's with what
+    it was built from (`1.23.0+dc01193`), read from the distribution whose files the import finds
+    (not one installed beside it without them: `pyiceberg 0.0.1` holds no module, so its environment
+    imports the main one's 0.12.0) and the environment's BUILD_NOTE. "missing" when not installed."""
     try:
-        found = distribution(library)
+        found = _imported_distribution(library) or distribution(library)
     except PackageNotFoundError:
         return "missing"
     version = found.version
@@ -173,6 +175,19 @@ def library_version(library: str) -> str:
     if commit and not note.get("commit"):
         note = {**note, "commit": commit[:7]}
     return f"{version}+{build_tag(note)}"
+
+
+def _imported_distribution(library: str) -> Distribution | None:
+    """The installed distribution of `library` whose folder holds the module `import` finds first;
+    None when the module is not found (the caller falls back to the installed distribution)."""
+    spec = find_spec(library.replace("-", "_"))
+    if spec is None or spec.origin is None:
+        return None
+    origin = Path(spec.origin).resolve()
+    for candidate in distributions(name=library):
+        if origin.is_relative_to(Path(str(candidate.locate_file(""))).resolve()):
+            return candidate
+    return None
 
 
 def _tree(folder: Path) -> list[Path]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packaging.version import Version
 from pyiceberg.io import PY_IO_IMPL
 from pyiceberg.table import Table
 
@@ -198,8 +199,14 @@ class Runner:
             line = spark_line(variant.version)  # one no Iceberg runtime is built for: refused before pip
             fetch_jars(DEFAULT_ICEBERG_SPARK, line)
         self.python = library_env(variant.library, variant.version, self.envs_root)
+        imported = installed_version(self.python, variant.library)
         if parse_source(variant.version) is not None:  # named as built, from the environment it runs in
-            self.variant = Variant(variant.library, installed_version(self.python, variant.library))
+            self.variant = Variant(variant.library, imported)
+        elif imported == "missing" or Version(imported) != Version(variant.version):
+            raise IcebenchError(
+                f"--{variant.library} {variant.version}: its environment imports {variant.library} "
+                f"{imported}, not {variant.version} (the release installs no module of that name)"
+            )
 
     def equality_reader(self) -> tuple[Verifier, EngineOptions] | str:
         """The cheapest verifier that applies equality deletes and can run on this stack, with its

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from rich.table import Table
 
 from harness.model import Metric, RunRecord, metric
-from reports.summary import metric_text
+from reports.summary import metric_text, writer_text
 from reports.terminal import rich_table
 
 # What is followed over the rounds: the write's latency and memory, what it leaves in the table,
@@ -78,11 +78,11 @@ def _short(text: str, width: int = 80) -> str:
 
 
 def phase_series(records: Iterable[RunRecord]) -> list[PhaseSeries]:
-    """The rounds' records by writer and phase, in the order they first ran."""
+    """The rounds' records by writer (and library variant) and phase, in the order they first ran."""
     grouped: dict[tuple[str, str], list[RunRecord]] = defaultdict(list)
     for record in records:
         if record.round is not None and record.phase is not None:
-            grouped[(record.writer, record.phase)].append(record)
+            grouped[(writer_text(record), record.phase)].append(record)
     return [
         PhaseSeries(writer, phase, sorted(found, key=lambda r: r.round or 0))
         for (writer, phase), found in grouped.items()

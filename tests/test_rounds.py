@@ -179,3 +179,31 @@ def test_duckdb_rounds_through_the_rest_catalog(services_settings):
     replace = by_phase(records, "duckdb")[(ROUNDS, "replace")]
     checks = {c.name: c for c in replace.verdict.checks}
     assert checks["replaced_files_deleted"].actual == "delete files mask the old rows"
+
+
+def test_library_variants_take_their_rounds_in_turn_each_on_a_table_of_its_own(settings):
+    """--fileio (or --pyiceberg ...) in rounds: each variant's writer on a table of its own, the
+    variants interleaved phase by phase; the rounds table tells them apart."""
+    with_variants = settings.model_copy(update={"file_ios": ["pyarrow", "fsspec"]})
+    config = RoundsConfig(
+        preset="tiny", writers=["pyiceberg-add-files"], rounds=2, phases=["append", "replace"]
+    )
+    store = ResultsStore(settings.results_dir)
+    records = run_rounds(with_variants, config, store, EmbeddedStack(settings))
+    assert [(r.round, r.phase, r.variant) for r in records] == [
+        (round_number, phase, f"fileio {name}")
+        for round_number in (1, 2)
+        for phase in ("append", "replace")
+        for name in ("pyarrow", "fsspec")
+    ]
+    assert all(r.status == "ok" and r.verdict.passed for r in records), [r.error for r in records]
+    assert {series.writer for series in phase_series(records)} == {
+        "pyiceberg-add-files [fileio pyarrow]",
+        "pyiceberg-add-files [fileio fsspec]",
+    }
+
+
+def test_a_variant_that_changes_none_of_the_writers_is_one_line(capsys, cli_settings):
+    code = main(["rounds", "--preset", "tiny", "--writers", "duckdb", "--fileio", "fsspec"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err == "icebench: error: --fileio fsspec: changes none of the writers here (duckdb)"

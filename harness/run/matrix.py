@@ -20,7 +20,7 @@ from harness.model import RunRecord, TableLayout
 from harness.run.config import MatrixConfig
 from harness.run.events import MatrixEvents
 from harness.run.find_cap import find_caps
-from harness.run.plugins import default_scenarios
+from harness.run.plugins import default_scenarios, writer_libraries
 from harness.run.runner import Runner, RunPlan
 from harness.services.envs import variants
 from harness.services.stacks import Stack
@@ -95,7 +95,11 @@ def run_matrix(
     # interleaved, pair by pair (A B A B, never A A B B): a slow spell of the machine falls on both.
     runners = [
         Runner(settings, store, stack, variant, on_progress=events.run_progress)
-        for variant in variants(settings.library_versions, settings.file_ios)
+        for variant in variants(
+            settings.library_versions,
+            settings.file_ios,
+            writer_libraries([*config.writers, *config.scale_writers]),
+        )
     ]
     labels = ", ".join(runner.variant.label for runner in runners if runner.variant is not None)
     for preset in ["custom"] if your_sets is not None else config.presets:

@@ -47,3 +47,8 @@ def check_names(
         get_scenario(name)
     for name in writers:
         get_writer(name)
+
+
+def writer_libraries(names: Sequence[str]) -> dict[str, Sequence[str]]:
+    """{writer: the libraries it runs on}, for `variants` to check that a variant changes one."""
+    return {name: get_writer(name).libraries for name in names}

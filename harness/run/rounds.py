@@ -18,7 +18,9 @@ from harness.model import RunRecord
 from harness.run.config import RoundsConfig
 from harness.run.events import MatrixEvents
 from harness.run.matrix import prepare_data
+from harness.run.plugins import writer_libraries
 from harness.run.runner import Runner, RunPlan
+from harness.services.envs import variants
 from harness.services.stacks import Stack
 from scenarios.rounds import RoundPhase, RoundsTable
 
@@ -35,33 +37,39 @@ def run_rounds(
     `your_set` (--source), the rounds' sets are made of it, as preset "custom"."""
     config = config.resolved()
     events = events or MatrixEvents()
-    runner = Runner(settings, store, stack, on_progress=events.run_progress)
+    # One runner per library variant, each writer's rounds on a table of each: the variants take
+    # their phases in turn (A B A B), so a slow spell of the machine falls on both.
+    found = variants(settings.library_versions, settings.file_ios, writer_libraries(config.writers))
+    runners = [Runner(settings, store, stack, variant, on_progress=events.run_progress) for variant in found]
     sets = _rounds_sets(settings, config, events, your_set)
     preset = "custom" if your_set is not None else config.preset
     cap = settings.memory
     records: list[RunRecord] = []
-    total = len(config.writers) * config.rounds * len(config.phases)
+    total = len(config.writers) * config.rounds * len(config.phases) * len(runners)
     with events.stage(f"rounds {preset}", total):
         for writer in config.writers:
-            home = runner.new_catalog(f"rounds-{writer}")
+            names = [f"rounds-{writer}" + (f"-v{index}" if index else "") for index in range(len(runners))]
+            homes = [runner.new_catalog(name) for runner, name in zip(runners, names, strict=True)]
+            tables = [RoundsTable() for _ in runners]
             try:
-                table = RoundsTable()
                 for round_number in range(1, config.rounds + 1):
                     for phase in config.phases:
-                        scenario = RoundPhase(phase, round_number, table)
-                        plan = RunPlan(
-                            "rounds", writer, preset, sets, settings.batch_rows, cap,
-                            round=round_number, phase=phase,
-                        )  # fmt: skip
-                        events.run_started(plan)
-                        _, work = store.new_work_folder(f"rounds-{writer}-r{round_number}-{phase}")
-                        record = runner.run_on(plan, scenario, home, work)
-                        if record.status == "ok":  # else the table must be as it was
-                            table = scenario.after()
-                        records.append(record)
-                        events.run_finished(plan, record)
+                        for index, runner in enumerate(runners):
+                            scenario = RoundPhase(phase, round_number, tables[index])
+                            plan = RunPlan(
+                                "rounds", writer, preset, sets, settings.batch_rows, cap,
+                                round=round_number, phase=phase,
+                            )  # fmt: skip
+                            events.run_started(plan)
+                            _, work = store.new_work_folder(f"{names[index]}-r{round_number}-{phase}")
+                            record = runner.run_on(plan, scenario, homes[index], work)
+                            if record.status == "ok":  # else the table must be as it was
+                                tables[index] = scenario.after()
+                            records.append(record)
+                            events.run_finished(plan, record)
             finally:
-                runner.release(home)
+                for runner, home in zip(runners, homes, strict=True):
+                    runner.release(home)
     return records
 
 

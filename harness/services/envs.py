@@ -139,9 +139,20 @@ class Variant:
         return JVM_RUNTIMES.get(self.library, USED_THROUGH.get(self.library, self.library)) in libraries
 
 
-def variants(requested: dict[str, list[str]], file_ios: Sequence[str] = ()) -> list[Variant | None]:
+def variants(
+    requested: dict[str, list[str]],
+    file_ios: Sequence[str] = (),
+    writers: dict[str, Sequence[str]] | None = None,
+) -> list[Variant | None]:
     """Each requested version of each library in turn, then each FileIO; [None] (the main
-    environment) when none."""
+    environment) when none. `writers` ({name: its libraries}): a variant that changes none of them
+    is a one-line error (the flag would change nothing; an --iceberg-rust build would be for naught)."""
     found: list[Variant | None] = [Variant(lib, v) for lib, versions in requested.items() for v in versions]
     found += [Variant(FILE_IO_AXIS, name) for name in file_ios]
+    for variant in found:
+        if writers and variant and not any(variant.changes(libraries) for libraries in writers.values()):
+            flag = "--fileio" if variant.library == FILE_IO_AXIS else f"--{variant.library}"
+            raise IcebenchError(
+                f"{flag} {variant.version}: changes none of the writers here ({', '.join(writers)})"
+            )
     return found or [None]

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> None:
     from harness.cli.output import RichEvents, print_failed_checks, print_results
     from harness.cli.session import check_plugins, exit_on_verdict, session
     from harness.run.matrix import check_layouts
-    from harness.run.plugins import the_writers
+    from harness.run.plugins import the_writers, writer_libraries
     from harness.run.runner import Runner, RunPlan
     from harness.run.your_sets import run_sets
     from harness.services.envs import variants
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> None:
 
             runners = [
                 Runner(chosen, store, stack, variant, on_progress=fed)
-                for variant in variants(chosen.library_versions, chosen.file_ios)
+                for variant in variants(chosen.library_versions, chosen.file_ios, writer_libraries([writer]))
             ]
             records = [runner.run(plan) for plan in plans for runner in runners]  # variants interleaved
     print_results(records, title=f"icebench run {store.run_id}")

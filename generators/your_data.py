@@ -173,6 +173,10 @@ def _derive(
     files: list[Path], key: list[str], keying: _Keying, progress: ProgressFactory | None
 ) -> DatasetManifest:
     schema, rows_per_file = _schema_and_rows(files)
+    if not sum(rows_per_file):  # a table of nothing judges nothing; an empty change set changes nothing
+        what = "change set" if keying.kind == "changes" else "source"
+        where = files[0] if len(files) == 1 else f"{files[0].parent} ({len(files)} files)"
+        raise SourceError(f"{what} {where} holds no rows")
     _check_key(files[0], schema, key)
     if keying.base is not None:
         _check_like_base(files[0], schema, key, keying.base)

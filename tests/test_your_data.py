@@ -154,6 +154,11 @@ def test_the_derived_manifest_is_your_sets_truth_and_made_once(cli_settings, you
             "order_id",
             "two columns are named order_id",
         ),
+        (
+            lambda folder: pq.write_table(orders().slice(0, 0), folder / "a.parquet"),
+            "order_id",
+            "holds no rows",
+        ),
     ],
     ids=[
         "missing key",
@@ -163,6 +168,7 @@ def test_the_derived_manifest_is_your_sets_truth_and_made_once(cli_settings, you
         "empty folder",
         "schemas differ",
         "a name twice",
+        "no rows",
     ],
 )
 def test_what_icebench_cannot_take_is_one_line_before_any_writer(
@@ -358,6 +364,12 @@ def test_a_composite_key_and_your_own_change_set_upsert(cli_settings, tmp_path: 
     record = newest_records(cli_settings)[-1]
     assert code == 0 and record.status == "ok" and record.verdict.passed, record.verdict
     assert record.rows == 22  # the change set: 20 rows updated, 2 new keys (7, 0) and (7, 1)
+    empty = tmp_path / "unchanged"
+    empty.mkdir()
+    pq.write_table(table.slice(0, 0), empty / "c.parquet")
+    args[-1] = str(empty)  # an empty change set changes nothing: refused, not a writer's FAIL
+    code = main(command(cli_settings, "run", "--scenario", "upsert", "--writer", "pyiceberg-table", *args))
+    assert code == 2 and newest_records(cli_settings)[-1] == record
     checks = {check.name: check for check in record.verdict.checks}
     assert checks["row_count"].actual == ROWS + 2
 

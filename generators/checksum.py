@@ -471,6 +471,20 @@ def short_form(hex_value: str) -> str:
     return hex_value[:16]
 
 
+def differing_forms(first: str, second: str) -> tuple[str, str]:
+    """Two checksums in a reason, each as short as still tells them apart: lane 0, and where that
+    is the same (a forgery that matches it), the first lane that differs too."""
+    if first[:16] != second[:16] or first == second:
+        return short_form(first), short_form(second)
+    pairs = enumerate(zip(first, second, strict=False))
+    lane = next((index for index, (a, b) in pairs if a != b), min(len(first), len(second))) // 16
+
+    def form(value: str) -> str:
+        return f"{value[:16]}...{value[lane * 16 : lane * 16 + 16]} (lane {lane})"
+
+    return form(first), form(second)
+
+
 _ZERO_LANES = (0,) * LANES
 
 

@@ -481,3 +481,15 @@ def test_a_given_set_of_an_older_version_is_refused(tiny_cache: DataCache, tmp_p
     assert "\n" not in str(error.value)
     with pytest.raises(ManifestError, match="regenerate"):
         generate_changes(old, tmp_path / "changes", seed=1)
+
+
+def test_a_reason_shows_checksums_that_share_lane_0_apart():
+    """A forgery that matches the first 64-bit lane fails; its reason must not print two equal sides."""
+    from generators.checksum import differing_forms
+
+    ours, forged = "8a2be3db371ff7bc" + "0" * 16 + "1" * 32, "8a2be3db371ff7bc" + "0" * 16 + "2" * 32
+    assert differing_forms(ours, forged) == (
+        "8a2be3db371ff7bc...1111111111111111 (lane 2)",
+        "8a2be3db371ff7bc...2222222222222222 (lane 2)",
+    )
+    assert differing_forms(ours, "f" + ours[1:]) == (ours[:16], "f" + ours[1:16])

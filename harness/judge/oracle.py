@@ -36,7 +36,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructType
 
-from generators.checksum import Checksum, short_form
+from generators.checksum import Checksum, differing_forms
 from generators.keys import expected_keys
 from harness.base.known_issues import match_known_issue
 from harness.base.reasons import counted, first_few, short_path, short_reason
@@ -604,7 +604,7 @@ def _content_checksum_check(table: Table, content: TableContent, expected: Expec
     except Exception as exc:  # the verdict stands without the detail, which says why it is missing
         where = f"the first differing key is not known ({type(exc).__name__}: {exc})"
     if where:
-        ours, theirs = short_form(expected.checksum), short_form(content.checksum)
+        ours, theirs = differing_forms(expected.checksum, content.checksum)
         check.reason = short_reason(f"{where} (checksum expected {ours}, found {theirs})")
         check.upstream = known.upstream if (known := match_known_issue(where)) else None
     return check
@@ -701,7 +701,7 @@ def _checksum_equal(expected: str, actual: str) -> Check:
         "content_checksum",
         expected,
         actual,
-        lambda: f"expected {short_form(expected)}, found {short_form(actual)}",
+        lambda: "expected {}, found {}".format(*differing_forms(expected, actual)),
     )
 
 

@@ -22,7 +22,7 @@ from generators.faults import DAMAGES, Damage, damaged_copy, intact_files
 from generators.manifest import MANIFEST_FILE, DatasetManifest, ManifestError
 from generators.presets import Preset
 from generators.wide import GENERATION, generate_base
-from harness.base.errors import IcebenchError, SourceError, close_match, one_line, warn
+from harness.base.errors import IcebenchError, SourceError, close_match, first_line, one_line, warn
 
 # Base-like sets of their own seed whose keys follow each other's: base 0..rows-1, replacement
 # rows..2*rows-1, `disjoint-N` N*rows..; the change set's new keys start at rows, so from
@@ -188,14 +188,15 @@ class DataCache:
     def _unusable(name: str, directory: Path) -> str | None:
         """None for a complete set of this checksum version whose files are those its manifest
         lists (size, footer rows, CRC-32); else why not: a file that changed since it was
-        generated, or "" to make it again in silence (absent, half-written, another checksum
-        version's or from before CRC-32s were recorded: the oracle could not verify against it)."""
-        if not (directory / MANIFEST_FILE).exists():
-            return ""
+        generated, a manifest removed or damaged, or "" to make it again in silence (absent,
+        another checksum version's or from before CRC-32s were recorded: the oracle could not
+        verify against it)."""
+        if not (directory / MANIFEST_FILE).exists():  # a set is renamed into place whole: one removed it
+            return f"its {MANIFEST_FILE} is gone" if directory.exists() else ""
         try:
             manifest = DatasetManifest.load(directory)
-        except ManifestError:
-            return ""
+        except ManifestError as exc:
+            return f"its {MANIFEST_FILE} is unreadable ({first_line(exc)})"
         if manifest.checksum_version != CHECKSUM_VERSION:
             return ""
         # A damaged copy's broken file differs on purpose; its others are the base set's.

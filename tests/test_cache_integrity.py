@@ -59,6 +59,21 @@ def test_a_changed_cached_file_is_named_and_generated_again(cache: DataCache, da
     assert again["base"].manifest.file_mismatch(again["base"].directory) is None
 
 
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        (lambda manifest: manifest.unlink(), "its manifest.json is gone"),
+        (lambda manifest: manifest.write_text("{"), "its manifest.json is unreadable"),
+    ],
+)
+def test_a_removed_or_damaged_manifest_is_said_and_the_set_made_again(cache: DataCache, damage, says):
+    fresh = cache.ensure(TINY, ["base"])
+    damage(fresh["base"].directory / "manifest.json")
+    with pytest.warns(IcebenchWarning, match=f"cached data set base: {says}"):
+        again = cache.ensure(TINY, ["base"])
+    assert again["base"].manifest.checksum == fresh["base"].manifest.checksum
+
+
 def test_an_intact_cache_passes_without_a_word(cache: DataCache, recwarn):
     cache.ensure(TINY, ["changes", "base-empty-file", "base-wrong-schema"])
     modified = {p: p.stat().st_mtime_ns for p in cache.folder(TINY).rglob("*.parquet")}

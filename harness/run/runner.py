@@ -186,7 +186,7 @@ class Runner:
             self.worker_catalog = {PY_IO_IMPL: file_io_impl(variant.version)}
             return
         if variant.library == rust_worker.LIBRARY:  # the Rust worker built against that release
-            binary, _ = rust_worker.build(variant.version)
+            binary, _ = rust_worker.build(variant.version, echo=False)
             if parse_source(variant.version, cargo=True) is not None:  # named as the worker says it is
                 built = rust_worker.describe(binary)["versions"].get(rust_worker.LIBRARY, "missing")
                 self.variant = Variant(variant.library, str(built))

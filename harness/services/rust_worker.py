@@ -161,8 +161,10 @@ def wait_for_builds() -> None:
         fcntl.flock(lock, fcntl.LOCK_SH)
 
 
-def build(version: str | None = None) -> tuple[Path, float]:
-    """The worker built (nothing to do when its sources are unchanged) and the seconds it took."""
+def build(version: str | None = None, echo: bool = True) -> tuple[Path, float]:
+    """The worker built (nothing to do when its sources are unchanged) and the seconds it took.
+    `echo`: cargo's lines go to stderr as they come (`make rust-worker`); else to a log beside the
+    binary, and the command says in one line what it builds, waits for and fails on."""
     path = binary_path(version)
     if path.is_file():
         return path, 0.0
@@ -180,20 +182,35 @@ def build(version: str | None = None) -> tuple[Path, float]:
     if source is not None and source.kind == "folder":  # a git source's commit is in Cargo.lock
         environment[BUILD_VARIABLE] = build_tag(source.note())
     target.mkdir(parents=True, exist_ok=True)
-    with _build_lock().open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # the build and the copy of its binary, one harness at a time
+    what = f"iceberg-rust {'of ' if source else ''}{version}" if version else "the pinned crates"
+    log_path = path.parent.with_name(f"{path.parent.name}.build.log")
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with _build_lock().open("w") as lock, log_path.open("w") as log:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(
+                "waiting for another build of the Rust worker to finish (cargo, in this cache)",
+                file=sys.stderr,
+            )
+            fcntl.flock(lock, fcntl.LOCK_EX)  # the build and the copy of its binary, one harness at a time
+        if not echo:
+            print(
+                f"building the Rust worker with {what} (cargo, minutes; its log: {log_path})", file=sys.stderr
+            )
         # cargo's own lines ("Compiling datafusion ...") are the progress of a build that takes minutes.
         with subprocess.Popen(command, env=environment, stderr=subprocess.PIPE, text=True) as cargo:
             assert cargo.stderr is not None
             errors = []
             for line in cargo.stderr:
-                sys.stderr.write(line)
+                (sys.stderr if echo else log).write(line)
                 if line.startswith("error"):
                     errors.append(line)
         if cargo.returncode != 0:
-            what = f"iceberg-rust {'of ' if source else ''}{version}" if version else "the pinned crates"
             why = first_line(errors[0]) if errors else f"cargo exited with {cargo.returncode}"
-            raise IcebenchError(f"the Rust worker does not build with {what}: {why}")
+            raise IcebenchError(
+                f"the Rust worker does not build with {what}: {why} (cargo's log: {log_path})"
+            )
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f".{BINARY}.partial")
         shutil.copy2(target / "release" / BINARY, partial)

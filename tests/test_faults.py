@@ -117,6 +117,22 @@ def test_what_a_failed_write_left_is_counted_even_when_the_oracle_cannot_judge(
     assert reason_of(record).startswith(f"left {record.orphan_files} files")
 
 
+def test_a_bug_of_the_oracle_is_the_harness_error_not_the_writers_fail(runner, tiny_sets, monkeypatch):
+    """A programming error raised in icebench's own code while it judges: status `error` naming the
+    harness and where, no verdict charged to the writer. (A library's error reading the table
+    stays the writer's table_readable FAIL: the test above.)"""
+    from harness.judge import oracle
+
+    # A builtin called wrongly: the innermost frame of the traceback is the oracle's own.
+    monkeypatch.setattr(oracle, "manifest_stats_check", {}.__getitem__)
+    record = runner.run(RunPlan("append", "pyiceberg-add-files", "tiny", tiny_sets, 2_000, cap_bytes=1 << 30))
+    assert record.status == "error" and record.verdict is None, record.verdict
+    assert record.error.startswith("the harness failed judging the table (harness/judge/oracle.py:"), (
+        record.error
+    )
+    assert "TypeError" in record.error
+
+
 # Writers that write at all (a writer with no operation would be refused before any scenario).
 @pytest.mark.parametrize(
     "writer",

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from harness.base.checkout import REPO_ROOT
+
 # A disk that cannot take the harness's own files: the harness's limit, never a writer's failure.
 DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 
@@ -92,3 +94,28 @@ def failure_line(exc: Exception) -> str:
     except OSError:
         pass
     return f"internal error: {one_line(exc)}{kept}"
+
+
+# Python's own errors of a program that is wrong: raised in the harness's code, they are its bug.
+OWN_PACKAGES = ("harness", "generators", "scenarios", "reports")
+PROGRAMMING_ERRORS = (
+    AssertionError,
+    AttributeError,
+    IndexError,
+    KeyError,
+    NameError,
+    TypeError,
+    ZeroDivisionError,
+)
+
+
+def harness_fault(exc: BaseException) -> str | None:
+    """`file:line` when `exc` is a programming error raised in icebench's own code (the innermost
+    frame of its traceback is ours); None when a library raised it (a table it cannot read)."""
+    if not isinstance(exc, PROGRAMMING_ERRORS) or exc.__traceback__ is None:
+        return None
+    innermost = traceback.extract_tb(exc.__traceback__)[-1]
+    path = Path(innermost.filename).resolve()
+    if not any(path.is_relative_to(REPO_ROOT / package) for package in OWN_PACKAGES):
+        return None
+    return f"{path.relative_to(REPO_ROOT)}:{innermost.lineno}"

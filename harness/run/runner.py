@@ -23,7 +23,7 @@ from pyiceberg.table import Table
 
 from harness.base.builds import parse_source
 from harness.base.caps import CgroupCap, MemoryCap, format_size, make_cap, resolve_isolation
-from harness.base.errors import DISK_ERRNOS, IcebenchError, one_line, warn
+from harness.base.errors import DISK_ERRNOS, IcebenchError, harness_fault, one_line, warn
 from harness.base.progress import ProgressReport, read_progress, watching
 from harness.base.results import ResultsStore, now_iso, read_report
 from harness.base.settings import Settings
@@ -687,6 +687,8 @@ class Runner:
             # A disk that cannot take the harness's own files (a verifier's spec): not the table's fault.
             if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:
                 raise RunFailed(f"the harness could not judge the table: {one_line(exc)}") from None
+            if where := harness_fault(exc):  # the oracle's own bug is never the writer's FAIL
+                raise RunFailed(f"the harness failed judging the table ({where}): {one_line(exc)}") from None
             verdict = unreadable_verdict(error, one_line(exc))
             metrics = left_behind(table) if table is not None else {}
         finally:

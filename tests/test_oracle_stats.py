@@ -95,6 +95,20 @@ def test_a_halved_upper_bound_of_a_value_column_fails_manifest_stats_true_alone(
     )
 
 
+def test_looser_bounds_are_legal_and_pass(tiny_sets, tmp_path):
+    """The spec asks only lower <= min and upper >= max: bounds widened to the type's range (a
+    writer that does not track them tightly) pass the oracle."""
+
+    def widen(table: Table, data_file: DataFile) -> None:
+        _, field_id = _column(table, "_int64")
+        data_file._data[_LOWER_BOUNDS] = {**data_file.lower_bounds, field_id: to_bytes(LongType(), -(2**63))}
+        data_file._data[_UPPER_BOUNDS] = {**data_file.upper_bounds, field_id: to_bytes(LongType(), 2**63 - 1)}
+
+    _, verdict, checks = _judge_damaged_entry(tiny_sets, tmp_path, widen)
+    assert verdict.passed, [f"{c.name}: {c.reason}" for c in verdict.failed]
+    assert checks["manifest_stats_true"].passed
+
+
 def test_a_string_null_count_set_to_zero_fails(tiny_sets, tmp_path):
     damaged = {}
 
@@ -160,8 +174,12 @@ def test_the_bound_rules():
     assert bound_holds(StringType(), "upper", "abd", "abcdef")
     assert not bound_holds(StringType(), "upper", "abc", "abcdef")  # a prefix of the max is below it
     assert not bound_holds(StringType(), "upper", "abb", "abcdef")
-    # Others: exactly the file's extreme, looser included (it is not what the spec writes).
-    assert not bound_holds(LongType(), "lower", 1, 2) and not bound_holds(LongType(), "lower", 3, 2)
+    # Looser than the extreme holds (the spec asks lower <= min, upper >= max); tighter does not.
+    assert bound_holds(LongType(), "lower", 1, 2) and not bound_holds(LongType(), "lower", 3, 2)
+    assert bound_holds(LongType(), "upper", 3, 2) and not bound_holds(LongType(), "upper", 1, 2)
+    assert bound_holds(StringType(), "lower", "", "abc") and bound_holds(StringType(), "upper", "b", "abc")
+    assert bound_holds(StringType(), "upper", "\U0001f600", "\uffff")  # code point order, not UTF-16's
+    assert not bound_holds(DoubleType(), "upper", float("nan"), 1.0)
     # Zeros: Java orders -0.0 before 0.0; Parquet's zero min -0.0 and max 0.0 are looser, so they hold.
     assert bound_holds(DoubleType(), "lower", -0.0, 0.0) and bound_holds(DoubleType(), "upper", 0.0, -0.0)
     assert not bound_holds(DoubleType(), "lower", 0.0, -0.0) and not bound_holds(

@@ -290,22 +290,18 @@ def decode_bound(kind: PrimitiveType, raw: bytes) -> Any:
 
 
 def bound_holds(kind: IcebergType, side: str, bound: Any, actual: Any) -> bool:
-    """The bound equals the file's extreme, or (strings, binary) is its truncation: a lower bound
-    a prefix of the min; an upper bound a prefix of the max whose last code point (byte) is
-    greater than the max's at that position, as truncating and incrementing makes it."""
-    if isinstance(kind, StringType | BinaryType | FixedType):
-        if bound == actual:
-            return True
-        if side == "lower":
-            return len(bound) < len(actual) and actual[: len(bound)] == bound
-        cut = len(bound) - 1
-        return 0 <= cut < len(actual) and bound[:cut] == actual[:cut] and bound[cut] > actual[cut]
+    """The spec's rule: a lower bound at most the file's min, an upper bound at least its max. A
+    looser bound prunes less, but nothing that is in the file; a truncated string or binary bound
+    (a prefix for the lower, a prefix with its last code point raised for the upper) is one. Strings
+    compare by code point (UTF-8's byte order), floats in Java's order (-0.0 before 0.0); a NaN bound
+    holds nothing."""
     if isinstance(kind, FloatType | DoubleType):
-        if bound == actual == 0:  # Parquet writes a zero min as -0.0 and a zero max as 0.0: looser
-            low, high = (bound, actual) if side == "lower" else (actual, bound)
-            return java_order(low) <= java_order(high)
-        return bound == actual
-    return bound == actual
+        if math.isnan(bound):
+            return False
+        bound, actual = java_order(bound), java_order(actual)
+    elif isinstance(kind, StringType):
+        bound, actual = bound.encode(), actual.encode()
+    return bool(bound <= actual) if side == "lower" else bool(bound >= actual)
 
 
 def shown(kind: IcebergType, value: Any) -> str:

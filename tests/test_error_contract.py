@@ -219,5 +219,5 @@ def test_a_baseline_of_no_runs_is_refused(capsys, tmp_path):
     store.write_environment(Environment())
     store.runs_path.write_text("")
     err = one_line_error(capsys, "baseline", "save", str(store.folder), "--out", str(tmp_path / "b.json"))
-    assert f"no runs to make a baseline of in {store.folder}" in err
+    assert f"{store.runs_path} holds no runs: nothing to read" in err
     assert not (tmp_path / "b.json").exists()

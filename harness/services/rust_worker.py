@@ -209,7 +209,8 @@ def build(version: str | None = None, echo: bool = True) -> tuple[Path, float]:
         if cargo.returncode != 0:
             why = first_line(errors[0]) if errors else f"cargo exited with {cargo.returncode}"
             raise IcebenchError(
-                f"the Rust worker does not build with {what}: {why} (cargo's log: {log_path})"
+                f"the Rust worker does not build with {what}: {why}"
+                + ("" if echo else f" (cargo's log: {log_path})")
             )
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f".{BINARY}.partial")

@@ -1,5 +1,6 @@
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -65,8 +66,32 @@ def test_cgroup_cap_measures_the_peak_of_a_worker_under_the_cap():
         cap.close()
 
 
+@needs_cgroup
+def test_cgroup_cap_counts_the_cpu_time_of_the_whole_tree_a_detached_grandchild_included():
+    # The grandchild burns 0.5 s of CPU after the worker exited without waiting for it.
+    burn = "import time\nwhile time.process_time() < 0.5: pass"
+    spawn = f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {burn!r}])"
+    cap = make_cap("cgroup", 512 * 2**20)
+    idle = make_cap("cgroup", 512 * 2**20)
+    try:
+        started = subprocess.run([*cap.launch_prefix(), sys.executable, "-c", spawn], capture_output=True)
+        assert started.returncode == 0, started.stderr
+        asleep = subprocess.run([*idle.launch_prefix(), sys.executable, "-c", "import time; time.sleep(1)"])
+        assert asleep.returncode == 0
+        deadline = time.monotonic() + 30
+        while (cap.cpu_seconds() or 0) < 0.5 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert cap.cpu_seconds() >= 0.5
+        assert idle.cpu_seconds() < 0.5  # a second asleep is start-up only
+    finally:
+        cap.close()
+        idle.close()
+    assert not cap.cpu_path.exists()
+
+
 def test_rlimit_cap_turns_an_oversized_allocation_into_memory_error():
     cap = make_cap("rlimit", 256 * 2**20)
     done = _allocate(cap, 600)
     assert done.returncode != 0
     assert b"MemoryError" in done.stderr
+    assert cap.cpu_seconds() is None  # no cgroup: no CPU accounting

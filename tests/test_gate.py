@@ -25,6 +25,7 @@ def run(
     *,
     status="ok",
     wall_s=10.0,
+    cpu_s=None,
     write_s=None,
     peak_mib=500,
     failing=(),
@@ -49,6 +50,7 @@ def run(
         batch_rows=batch_rows,
         batches=rows // batch_rows,
         wall_s=wall_s,
+        cpu_s=cpu_s,
         write_s=wall_s * 0.8 if write_s is None else write_s,
         peak_memory_bytes=peak_mib * MIB,
         peak_rss_bytes=peak_mib * MIB // 2,
@@ -183,6 +185,20 @@ def test_sub_second_wall_times_are_noise(tmp_path):
     assert gate_of(tmp_path, three(wall_s=0.2), three(wall_s=0.6)) == []
     fast_to_slow = gate_of(tmp_path / "slow", three(wall_s=0.5), three(wall_s=5.0))
     assert kinds(fast_to_slow) == [("wall_time", "wall_s")]
+
+
+def test_cpu_time_is_gated_where_load_moved_only_the_wall_time(tmp_path):
+    """CI's thresholds: other work on the machine made the wall time 2.6x while the CPU time held
+    (seen in a CI run); compute that grew past 1.5x fails whatever the wall time did."""
+    ci = GateThresholds(wall_time_ratio=4.0, cpu_time_ratio=1.5)
+    loaded = gate_of(tmp_path, three(wall_s=1.6, cpu_s=2.0), three(wall_s=4.2, cpu_s=2.1), ci)
+    assert loaded == []
+    slower = gate_of(tmp_path / "slower", three(wall_s=1.6, cpu_s=2.0), three(wall_s=1.7, cpu_s=3.4), ci)
+    assert kinds(slower) == [("cpu_time", "cpu_s")]
+    assert slower[0].change == pytest.approx(1.7)
+    # A side without CPU accounting (rlimit, none) leaves it ungated; its wall time still is.
+    unaccounted = gate_of(tmp_path / "rlimit", three(wall_s=1.6), three(wall_s=1.7, cpu_s=3.4), ci)
+    assert unaccounted == []
 
 
 def test_growth_exponent_beyond_the_delta_regresses(tmp_path):

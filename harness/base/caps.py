@@ -1,7 +1,8 @@
 """Memory caps enforced by the kernel, and the peak/OOM figures the kernel keeps for them.
 
 `cgroup`: a cgroup v1 memory cgroup created under our own (limit on RAM+swap for the whole
-worker tree, peak from `memory.max_usage_in_bytes`, OOM from the `oom_kill` counter).
+worker tree, peak from `memory.max_usage_in_bytes`, OOM from the `oom_kill` counter), and a cpuacct
+cgroup at the same path where that hierarchy is ours to write (the whole tree's CPU time).
 `rlimit`: RLIMIT_AS on the worker process only (virtual memory; a last resort).
 `none`: no cap, peak from the worker's ru_maxrss.
 """
@@ -24,6 +25,7 @@ from pydantic import BeforeValidator
 from harness.base.errors import IcebenchError, close_match
 
 CGROUP_ROOT = Path("/sys/fs/cgroup/memory")
+CPUACCT_ROOT = CGROUP_ROOT.parent / "cpuacct"
 # Below this no Python interpreter with pyarrow can even start (docs/commands.md names it).
 MIN_CAP_BYTES = 24 * 2**20
 # Above this a cgroup v1 limit reads back as "unlimited": no cap at all.
@@ -149,14 +151,24 @@ class MemoryCap:
     def oom_kills(self) -> int:
         return 0
 
+    def cpu_seconds(self) -> float | None:
+        """User + system CPU time of every process that ran in the cap (None: not accounted)."""
+        return None
+
     def close(self) -> None:
         """Release what the cap created."""
 
 
-def enter_cgroup_prefix(path: Path) -> list[str]:
-    """What goes in front of a command so that it moves itself into the cgroup at `path` before
-    exec: every byte it maps is counted there."""
-    return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(path)]
+# Writes its own PID into each cgroup named before `--`, then execs the command after it.
+_ENTER_CGROUPS = (
+    'for c; do [ "$c" = -- ] && break; echo $$ > "$c/cgroup.procs" || exit 1; shift; done; shift; exec "$@"'
+)
+
+
+def enter_cgroup_prefix(*paths: Path) -> list[str]:
+    """What goes in front of a command so that it moves itself into the cgroups at `paths` before
+    exec: every byte it maps (and every CPU second it uses, in a cpuacct one) is counted there."""
+    return ["sh", "-c", _ENTER_CGROUPS, "icebench-enter", *map(str, paths), "--"]
 
 
 class Cgroup:
@@ -217,6 +229,7 @@ class CgroupCap(Cgroup, MemoryCap):
         except OSError:
             self.close()
             raise
+        self.cpu_path = _cpu_accounting(self.path)
 
     def _write(self, name: str, value: int) -> None:
         (self.path / name).write_text(str(value))
@@ -227,12 +240,34 @@ class CgroupCap(Cgroup, MemoryCap):
         return "/" + str(self.path.relative_to(CGROUP_ROOT))
 
     def launch_prefix(self) -> list[str]:
-        return enter_cgroup_prefix(self.path)
+        return enter_cgroup_prefix(self.path, *([self.cpu_path] if self.cpu_path else []))
+
+    def cpu_seconds(self) -> float | None:
+        """cpuacct.usage: charged up the hierarchy as it is used, so a container's, whose own cgroup
+        below this one is gone when it ends, is in it too."""
+        if self.cpu_path is None:
+            return None
+        try:
+            return int((self.cpu_path / "cpuacct.usage").read_text()) / 1e9
+        except (OSError, ValueError):
+            return None
 
     def close(self, settle_s: float = 10.0) -> None:
         """Removes the cgroup and what a container runtime made below it, in every hierarchy (runc
         creates the parent path under each controller; the container's own is torn down async)."""
         remove_cgroup(self.path.relative_to(CGROUP_ROOT), settle_s)
+
+
+def _cpu_accounting(memory_cgroup: Path) -> Path | None:
+    """A cpuacct cgroup at the memory cgroup's path (its parents made as a container runtime makes
+    them; remove_cgroup removes it with the memory one), or None where cgroup v1's cpuacct is not
+    mounted or not ours to write: the CPU time is then not recorded."""
+    path = CPUACCT_ROOT / memory_cgroup.relative_to(CGROUP_ROOT)
+    try:
+        path.mkdir(parents=True)
+    except OSError:
+        return None
+    return path
 
 
 def cgroup_owner(name: str) -> int | None:

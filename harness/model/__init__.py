@@ -264,6 +264,9 @@ class WorkerFigures(BaseModel):
     status: Status
     error: str | None = None
     wall_s: float | None = None
+    # User + system CPU seconds of every process in the worker's cgroup (cpuacct.usage; None where
+    # the isolation accounts none). Unlike wall time, it hardly moves when other work shares the CPUs.
+    cpu_s: float | None = None
     write_s: float | None = None
     # The kernel's peak for the whole worker (memory.max_usage_in_bytes): includes page cache, so
     # at a size where files fill the cap it reads the cap for every writer.
@@ -577,6 +580,12 @@ _WALL_TIME = Gate(
     limit=1.5,
     floor=Floor(name="min_wall_s", metric="wall_s", value=1.0, why="sub-second times are start-up noise"),
 )
+# CPU time is the compute a run took, which load from other work on the machine hardly changes.
+_CPU_TIME = Gate(
+    kind="cpu_time",
+    limit=1.5,
+    floor=Floor(name="min_cpu_s", metric="cpu_s", value=1.0, why="sub-second CPU times are start-up noise"),
+)
 # A full scan of `tiny` is well under a second, mostly the reader's start: gated from a second up.
 _SCAN_TIME = Gate(
     kind="scan_time",
@@ -604,6 +613,7 @@ METRICS: tuple[Metric, ...] = (
     Metric(name="peak_rss_bytes", label="peak rss", unit="bytes"),
     Metric(name="peak_memory_bytes", label="peak mem", unit="bytes", gate=Gate(kind="peak_memory", limit=1.25, fallback="peak_rss_bytes")),  # noqa: E501
     Metric(name="wall_s", label="wall s", unit="s", aggregate="median", plot=True, gate=_WALL_TIME),
+    Metric(name="cpu_s", label="cpu s", unit="s", aggregate="median", gate=_CPU_TIME),
     Metric(name="write_s", label="write s", unit="s", aggregate="median"),
     Metric(name="verify_s", label="verify s", unit="s", aggregate="median", plot=True),
     Metric(name="batches", label="batches", unit="count"),

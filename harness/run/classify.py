@@ -40,6 +40,7 @@ def classify(
         status="error",
         cap_bytes=launched.enforced_cap_bytes,
         wall_s=round(launched.wall_s, 4),
+        cpu_s=None if launched.cpu_s is None else round(launched.cpu_s, 4),
         peak_memory_bytes=launched.peak_memory_bytes,
         memory_timeline=launched.timeline,
         cache_at_peak_bytes=launched.cache_at_peak_bytes,

@@ -782,6 +782,7 @@ def combined_figures(outcomes: list[WorkerOutcome]) -> dict[str, Any]:
         **(killed.model_dump(include=OOM_FIGURES) if killed else {}),
         "status": "oom" if any(o.status == "oom" for o in failed) else "error" if failed else "ok",
         "wall_s": max(outcome.wall_s or 0 for outcome in outcomes),
+        "cpu_s": None if any(o.cpu_s is None for o in outcomes) else sum(o.cpu_s or 0 for o in outcomes),
         "write_s": max((o.write_s for o in outcomes if o.write_s is not None), default=None),
         "cap_bytes": hungriest.cap_bytes,
         "peak_memory_bytes": hungriest.peak_memory_bytes,

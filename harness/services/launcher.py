@@ -42,6 +42,7 @@ class Launch:
     # peaked (an OOM kill: within one interval of it), so that the limit a kill hit can be told.
     worker_at_end: MemoryUsage | None = None
     box_at_end: MemoryUsage | None = None
+    cpu_s: float | None = None  # the whole worker's CPU time, where its cap accounts it
 
 
 # A traceback's last line (`OSError: [Errno 28] No space left on device`): the reason it died.
@@ -293,6 +294,7 @@ def supervise(
         box_cap_bytes=box_cap,
         worker_at_end=sampler.last,
         box_at_end=sampler.box_last,
+        cpu_s=cap.cpu_seconds(),
     )
 
 

@@ -1,4 +1,4 @@
-"""Order-independent content checksum shared by the generators and the read-back oracle (version 4).
+"""Order-independent content checksum shared by the generators and the read-back oracle (version 5).
 
     row message = for each non-null cell, columns by name: header(name, type tag), canonical bytes
     lane j      = SipHash-2-4[R0, R1](row message + j as 8 bytes LE)     j = 0 .. LANES - 1 (32)
@@ -6,9 +6,11 @@
 
 Values enter by their logical content, not their physical layout. Canonical bytes, in whole 8-byte
 words: every integer width, date (days), time, timestamp and duration (microseconds) its int64
-little-endian; floats their float64 bits; decimals the 16-byte two's complement unscaled value;
-booleans 0 or 1; strings, binary, fixed and uuid their length as 4 bytes LE, then their bytes,
-zero-padded to whole words and to 3 words at least (so short values take no branch). The header
+little-endian; floats their float64 bits, every NaN as the one quiet NaN 0x7ff8000000000000 (the
+spec holds a NaN's payload and sign meaningless, and engines do not keep them); decimals the
+16-byte two's complement unscaled value; booleans 0 or 1; strings, binary, fixed and uuid their
+length as 4 bytes LE, then their bytes, zero-padded to whole words and to 3 words at least (so
+short values take no branch). The header
 is a keyed BLAKE2b of the column's name and type tag: integer (all widths, as Iceberg promotes int
 to long), date, time, timestamp, timestamptz, duration, float, decimal (with its scale), string
 (string, large_string and string_view alike), binary, boolean, fixed, uuid. Header and lengths
@@ -21,9 +23,11 @@ column's name and its whole type (nested_header: struct fields by name, leaves b
 the type's nodes in order, each node's words for all its elements in the row before its
 children's: a struct 1 (0 if null) an element, then its fields by name over the same elements; a
 list or map its length << 1 | 1 (0 if null) an element, then its element's node (a map's key's,
-then its value's) over the elements of the row's lists; a leaf 1 then its canonical value, or 0
-if null (then zeros of the value's width if fixed-width). The counts come before what they count,
-so the message parses one way; what Arrow keeps under a null struct or list is not the row's.
+then its value's) over the elements of the row's lists, a map's entries in the order of their
+keys (a map is unordered: the order a writer stores them in is not content); a leaf 1 then its
+canonical value, or 0 if null (then zeros of the value's width if fixed-width). The counts come
+before what they count, so the message parses one way; what Arrow keeps under a null struct or
+list is not the row's.
 
 A null cell adds nothing, so a column added by schema evolution (null in old rows) leaves old row
 hashes unchanged; column order does not matter. The row's SipHash state is finalised once per lane.
@@ -37,7 +41,8 @@ generalised-birthday search (Wagner's k-tree, about k * 2**(n / (1 + lg k)) for 
 first: a value hashing like one of a column's N values took 2**64 / N. Version 2 summed one 64-bit
 lane: 8 lists of 2**16 rows forged it in seconds (tests/old_checksum_v2.py). Version 1 (a
 polynomial string hash, XOR-combined decimals, no type tags) had algebraic shortcuts; manifests
-record the version their checksums were computed with (CHECKSUM_VERSION).
+record the version their checksums were computed with (CHECKSUM_VERSION); version 4 hashed NaN
+payloads and a map's entries in stored order, so that a legal table could fail.
 """
 
 from __future__ import annotations
@@ -58,7 +63,7 @@ from generators import siphash
 
 Data = pa.RecordBatch | pa.Table
 
-CHECKSUM_VERSION = 4
+CHECKSUM_VERSION = 5
 # Lanes of a row hash and of the checksum: 32 x 64 bits, a 2048-bit group (see above).
 LANES = 32
 HEX_DIGITS = 16 * LANES
@@ -207,8 +212,17 @@ def _fixed_width_values(values: pa.Array, kind: Tag) -> np.ndarray:
         bits = np.frombuffer(values.buffers()[1], dtype=np.uint8)
         return np.unpackbits(bits, count=values.offset + len(values), bitorder="little")[values.offset :]
     if kind == Tag.FLOAT:
-        return _values(values).astype(np.float64, copy=False).view(np.uint64)
+        floats = _values(values).astype(np.float64, copy=False)
+        bits = floats.view(np.uint64)
+        nans = np.isnan(floats)
+        if nans.any():
+            bits = bits.copy()
+            bits[nans] = CANONICAL_NAN_BITS
+        return bits
     return _values(values)
+
+
+CANONICAL_NAN_BITS = np.uint64(0x7FF8_0000_0000_0000)
 
 
 # --- nested values: struct, list and map -------------------------------------------------------
@@ -298,7 +312,7 @@ class _Node:
         as_list = _as_list(array)
         lengths = pc.list_value_length(as_list).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
         elements = pc.list_flatten(as_list)  # a null list's slot emits nothing
-        children = elements.flatten() if pa.types.is_map(kind) else [elements]
+        children = _entries_by_key(elements.flatten(), lengths) if pa.types.is_map(kind) else [elements]
         offsets = np.concatenate([[0], np.cumsum(lengths)])
         return cls(lengths.astype(np.uint64) << np.uint64(1) | valid, children, offsets)
 
@@ -308,6 +322,19 @@ class _Node:
             starts, ends = self.offsets[starts], self.offsets[ends]
         for child in self.children:
             _absorb_node(states, child, starts, ends)
+
+
+def _entries_by_key(children: list[pa.Array], lengths: np.ndarray) -> list[pa.Array]:
+    """A map's keys and values, each map's entries put in the order of their keys (within its own
+    range: the offsets hold). Keys a sort cannot order (nested ones) stay as stored."""
+    keys, values = children
+    rows = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+    try:
+        by_key = [("row", "ascending"), ("key", "ascending")]
+        order = pc.sort_indices(pa.table({"row": rows, "key": keys}), sort_keys=by_key)
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return children
+    return [keys.take(order), values.take(order)]
 
 
 def _as_list(array: pa.Array) -> pa.Array:

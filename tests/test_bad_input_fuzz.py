@@ -23,6 +23,7 @@ from harness.cli.flags import VERSIONED_LIBRARIES
 from harness.engines import spark_generate
 from harness.model import Environment
 from harness.services import cleanup
+from reports.gate import threshold_defaults
 
 HUGE = "9" * 40
 MISSING = "/nonexistent/icebench-fuzz"
@@ -271,3 +272,68 @@ def test_your_data_flags_that_would_change_nothing_are_refused(
     base = str(tiny_sets["base"].directory)
     argv = ["run", "--writer", "pyiceberg-table", "--source", base, *(a.format(base=base) for a in extra)]
     assert_refused(capsys, argv, culprit, "")
+
+
+# --- the config file: every key of every table, read from its model, driven with bad values ----
+
+# TOML values bad for most keys; a key that takes one says why in CONFIG_VALID.
+CONFIG_BAD = ['""', "-1", '"abc"', "nan", "1e30", '"☃"', "[1, 2]", "{a = 1}"]
+NAME = "a name the service it is given to checks (a Docker image, a REST warehouse, an S3 region)"
+PATH = "a folder name; whether it can be made is the run's to find"
+CONFIG_VALID: dict[tuple[str, str], dict[str, str]] = {
+    **{
+        ("settings", key): dict.fromkeys(['"abc"', '"☃"', "-1", "1e30"], PATH)
+        for key in ("data_dir", "results_dir")
+    },
+    **{
+        ("settings", key): dict.fromkeys(['"abc"', '"☃"'], NAME)
+        for key in ("worker_image", "warehouse", "s3_region")
+    },
+    ("matrix", "batches"): {"[1, 2]": "batch counts 1 and 2 are a scale axis"},
+    ("matrix", "sort"): {'""': "the default: unsorted"},
+    **{
+        ("gate", key): {"1e30": "a threshold no figure reaches is the user's to set"}
+        for key in threshold_defaults()
+    },
+}
+
+
+def config_cases() -> list[tuple[str, str, str]]:
+    """(table, key, command that reads it) for every key a config file may hold."""
+    from harness.base.settings import Settings
+    from harness.run.config import MatrixConfig, RoundsConfig
+
+    reading = {"settings": "matrix", "matrix": "matrix", "rounds": "rounds", "gate": "gate"}
+    keys = {
+        "settings": [name for name in Settings.model_fields if name != "engines"],
+        "matrix": list(MatrixConfig.model_fields),
+        "rounds": list(RoundsConfig.model_fields),
+        "gate": list(threshold_defaults()),
+    }
+    return [(table, key, reading[table]) for table, names in keys.items() for key in names]
+
+
+@pytest.mark.parametrize(("table", "key", "command"), config_cases())
+def test_bad_config_values_are_one_line_naming_the_key(capsys, places, stopped, table, key, command):
+    valid = CONFIG_VALID.get((table, key), {})
+    base, positionals = valid_command(command, places)
+    # The flags that would override the key are left out (--preset: [matrix] presets is one).
+    overriding = {"--preset", f"--{key}"}
+    pairs = list(zip(base[len(command.split()) :: 2], base[len(command.split()) + 1 :: 2], strict=True))
+    kept = [
+        word for flag, value in pairs if command == "gate" or flag not in overriding for word in (flag, value)
+    ]
+    base = [*command.split(), *kept]
+    misbehaved = []
+    for number, value in enumerate(CONFIG_BAD):
+        if value in valid:
+            continue
+        config = places["root"] / f"config-{table}-{key}-{number}.toml"
+        config.write_text(f"[{table}]\n{key} = {value}\n")
+        argv = [*base, "--config", str(config), *(v for values in positionals.values() for v in values)]
+        try:
+            assert_refused(capsys, argv, key, value.strip('"'))
+        except (AssertionError, pytest.fail.Exception):
+            misbehaved.append(value)
+    assert not misbehaved, misbehaved
+    assert not list(stopped.iterdir())

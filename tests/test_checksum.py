@@ -1,4 +1,4 @@
-"""The content checksum (generators/checksum.py, version 4): its exact definition, the blind spots
+"""The content checksum (generators/checksum.py, version 5): its exact definition, the blind spots
 of version 1 (tests/old_checksum.py), version 2 (tests/old_checksum_v2.py) and version 3 (a 64-bit
 hash per cell) it closes, and the layouts it must not tell apart."""
 
@@ -144,6 +144,32 @@ def test_row_hash_is_the_documented_definition():
     assert len(set(lanes[0])) == LANES  # no two lanes alike
 
 
+def test_every_nan_hashes_as_the_one_quiet_nan_at_every_depth():
+    """A NaN's payload and sign are not content (engines rewrite them): legal encodings agree."""
+    payloads = np.array([0x7FF8_0000_0000_0000, 0xFFF8_0000_0000_0000, 0x7FF0_0000_0000_0001], np.uint64)
+    nans = payloads.view(np.float64)
+    assert np.isnan(nans).all()
+    top = pa.table({"f": pa.array(nans)})
+    assert len(set(row_hashes(top).tolist())) == 1
+    assert row_hashes(pa.table({"f": pa.array(nans[:1], pa.float32())}))[0] == row_hashes(top)[0]
+    nested = pa.table({"l": pa.array([[1.0, nan] for nan in nans], pa.list_(pa.float64()))})
+    assert len(set(row_hashes(nested).tolist())) == 1
+    assert row_hashes(pa.table({"f": [0.0]}))[0] != row_hashes(pa.table({"f": [-0.0]}))[0]  # not NaN
+
+
+def test_a_maps_entries_in_another_order_are_the_same_map():
+    kind = pa.map_(pa.string(), pa.list_(pa.float64()))
+    stored = pa.array([[("a", [1.0]), ("b", [2.0]), ("c", None)], None, []], kind)
+    reordered = pa.array([[("c", None), ("a", [1.0]), ("b", [2.0])], None, []], kind)
+    assert row_hashes(pa.table({"m": stored})).tolist() == row_hashes(pa.table({"m": reordered})).tolist()
+    in_a_struct = pa.StructArray.from_arrays([stored], ["m"]), pa.StructArray.from_arrays([reordered], ["m"])
+    assert Checksum.of(pa.table({"s": in_a_struct[0]})) == Checksum.of(pa.table({"s": in_a_struct[1]}))
+    swapped = pa.array([[("a", [2.0]), ("b", [1.0]), ("c", None)], None, []], kind)  # values moved
+    assert row_hashes(pa.table({"m": swapped}))[0] != row_hashes(pa.table({"m": stored}))[0]
+    sliced = pa.table({"m": stored.slice(1)})  # a slice's entries sorted within their own maps
+    assert row_hashes(sliced).tolist() == row_hashes(pa.table({"m": reordered.slice(1)})).tolist()
+
+
 # --- version 1's blind spots ----------------------------------------------------------------
 
 
@@ -225,7 +251,7 @@ def test_layouts_of_one_logical_type_agree():
 # --- version 2's blind spot -----------------------------------------------------------------
 
 
-def test_a_k_tree_forgery_of_the_version_2_sum_fails_version_4(tiny_cache: DataCache):
+def test_a_k_tree_forgery_of_the_version_2_sum_fails_the_current_version(tiny_cache: DataCache):
     """8 int64 cells of tiny's first file changed so that version 2's 64-bit sum stays (Wagner's
     k-tree, tests/old_checksum_v2.py): the 32 lanes tell, the untouched set still matches."""
     base = tiny_cache.ensure(get_preset("tiny"), ["base"])["base"]
@@ -447,8 +473,8 @@ def tiny_cache(tmp_path_factory: pytest.TempPathFactory) -> DataCache:
 def test_generated_sets_record_the_checksum_version(tiny_cache: DataCache):
     sets = tiny_cache.ensure(get_preset("tiny"), ["changes"])
     for name in ("base", "changes"):
-        assert sets[name].manifest.checksum_version == CHECKSUM_VERSION == 4
-    assert '"checksum_version": 4' in (sets["base"].directory / MANIFEST_FILE).read_text()
+        assert sets[name].manifest.checksum_version == CHECKSUM_VERSION == 5
+    assert f'"checksum_version": {CHECKSUM_VERSION}' in (sets["base"].directory / MANIFEST_FILE).read_text()
 
 
 def test_a_manifest_without_a_version_is_version_1(tiny_cache: DataCache, tmp_path: Path):
@@ -475,7 +501,7 @@ def test_a_given_set_of_an_older_version_is_refused(tiny_cache: DataCache, tmp_p
     old.mkdir()
     (old / MANIFEST_FILE).write_text((base.directory / MANIFEST_FILE).read_text())
     as_version_1(old)
-    message = rf"{re.escape(str(old))}.*version 1.*version 4.*regenerate"
+    message = rf"{re.escape(str(old))}.*version 1.*version {CHECKSUM_VERSION}.*regenerate"
     with pytest.raises(SourceError, match=message) as error:
         data_set(old)
     assert "\n" not in str(error.value)

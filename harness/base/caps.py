@@ -44,7 +44,11 @@ def parse_size(text: str) -> int:
     if not match:
         raise IcebenchError(f"memory cap {text!r} is not a size (use e.g. 512m, 2g)")
     number, unit = match.groups()
-    size = int(float(number) * _UNITS[unit])
+    return checked_size(int(float(number) * _UNITS[unit]), text)
+
+
+def checked_size(size: int, text: object) -> int:
+    """A cap in bytes within what a worker needs and a kernel holds; `text` as it was given."""
     if size < MIN_CAP_BYTES:
         raise IcebenchError(f"memory cap {text!r} is below the {MIN_CAP_BYTES // 2**20} MiB any worker needs")
     if size > MAX_CAP_BYTES:
@@ -54,13 +58,16 @@ def parse_size(text: str) -> int:
 
 def size_of(value: object) -> object:
     """A size as the command line, a config file or the environment gives it ('2g') in bytes:
-    sizes are parsed once, where they come in, and travel as bytes."""
-    if not isinstance(value, str):
-        return value
+    sizes are parsed once, where they come in, and travel as bytes. A number (TOML's) is bytes,
+    held to the same range."""
     try:
-        return parse_size(value)
+        if isinstance(value, str):
+            return parse_size(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return checked_size(value, value)
     except IcebenchError as exc:
         raise ValueError(str(exc)) from None
+    return value
 
 
 ByteSize = Annotated[int, BeforeValidator(size_of)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -119,6 +120,13 @@ class Settings(BaseSettings):
             raise ValueError("must not be empty")
         return value
 
+    @field_validator("catalog_uri", "s3_endpoint")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"https?://[^\s/]+(/\S*)?", value):
+            raise ValueError(f"{value!r} is no http:// or https:// URL")
+        return value
+
     @field_validator("library_versions")
     @classmethod
     def _versions(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -178,6 +186,10 @@ def load_settings(
         path = DEFAULT_CONFIG
     tables = read_toml(path) if path else {}
     from_file = tables.get("settings", {})
+    try:  # the file's own values, whatever overrides them: a bad one is a mistake all the same
+        Settings.model_validate({**from_file, "engines": {}})
+    except ValueError as exc:
+        raise IcebenchError(f"invalid setting in config file {path}: {first_error(exc)}") from None
     check_environment()
     try:
         env = Settings()  # environment over defaults

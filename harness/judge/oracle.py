@@ -48,11 +48,19 @@ from harness.judge.difference import (
     key_name,
     repeated_keys_reason,
 )
+from harness.judge.metadata import (
+    SnapshotChanges,
+    layout_check,
+    metadata_checks,
+    new_snapshots,
+    snapshot_changes,
+)
 from harness.judge.partitions import partition_check, partition_figures
+from harness.judge.physical import PHYSICAL_CHECK
 from harness.judge.readback import TableContent, read_content
 from harness.judge.scan_cost import full_scan_figures
 from harness.judge.statistics import primitive_columns, stats_problems
-from harness.model import Check, EngineOptions, Expectation, KeyRanges, Verdict
+from harness.model import PLAIN_LAYOUT, Check, EngineOptions, Expectation, KeyRanges, TableLayout, Verdict
 
 OPERATION_COMPLETED = "operation_completed"
 # Hadoop's ChecksumFileSystem `.NAME.crc`: magic, then the bytes per checksum as a 4-byte int.
@@ -237,6 +245,7 @@ def judge(
     verifier_options: EngineOptions | None = None,
     outcome_checks: OutcomeChecks | None = None,
     equality_reader: EqualityReader | None = None,
+    layout: TableLayout = PLAIN_LAYOUT,
 ) -> tuple[Verdict, dict[str, Any]]:
     """Checks the table against `expected` (what the scenario says its run must have left) and
     `expected_schema` (the source's schema plus the scenario's evolutions), then how the operation
@@ -244,6 +253,7 @@ def judge(
 
     With a `verifier` (and its options) that engine reads the table too and must reach pyiceberg's
     checksum. A table with equality deletes that `verifier` cannot apply is read by `equality_reader`'s.
+    `layout`: the partition spec, sort order and properties the run asked for (layout_in_force).
     """
     after = capture_state(table)
     content = read_content(table, keys=expected_keys(expected))
@@ -258,7 +268,20 @@ def judge(
     if expected_schema is not None:
         checks.append(schema_check(table, expected_schema, content))
     checks.append(manifest_stats_check(content, table.schema()))
-    checks.append(snapshot_summary_check(table, before, after, content))
+    checks.append(
+        Check.holds(
+            PHYSICAL_CHECK,
+            not content.physical_problems,
+            lambda: first_few(content.physical_problems),
+            expected="each column stored as the table's type",
+            actual=counted(len(content.physical_problems), "column"),
+        )
+    )
+    made = new_snapshots(table, before.snapshot_ids)
+    changes = {snapshot.snapshot_id: snapshot_changes(table, snapshot) for snapshot in made}
+    checks.append(snapshot_summary_check(table, before, after, content, changes))
+    checks += metadata_checks(table, made, before.snapshot_ids, changes)
+    checks.append(layout_check(table, layout, (facts.listed.spec_id for facts in content.files)))
     evidence = Evidence(table, before, after, content, orphans, metrics, error, single_commit)
     outcome = (outcome_checks or operation_checks)(evidence)
     # A failed operation leads the list: it is what the other failures follow from.
@@ -457,14 +480,19 @@ def manifest_stats_check(content: TableContent, schema: Schema) -> Check:
 
 
 def snapshot_summary_check(
-    table: Table, before: TableState, after: TableState, content: TableContent
+    table: Table,
+    before: TableState,
+    after: TableState,
+    content: TableContent,
+    changes: dict[int, SnapshotChanges] | None = None,
 ) -> Check:
-    """The current snapshot's summary totals against what the read counted, and the changes the
-    run's snapshots declare (added - deleted) against the change in those totals."""
+    """The current snapshot's summary totals against what the read counted, the changes the run's
+    snapshots declare (added - deleted) against the change in those totals, and each field the
+    spec defines that a run's snapshot wrote against its own manifest entries (`changes`)."""
     summary = after.summary
     if after.current_snapshot_id is None:
         return Check(name="snapshot_summary_true", passed=True, actual="no snapshot")
-    problems = []
+    problems = _summary_field_problems(table, changes or {})
     counted = {"total-data-files": len(content.files), "total-records": content.rows_in_files}
     for key, value in counted.items():
         if key in summary and int(summary[key]) != value:
@@ -488,6 +516,21 @@ def snapshot_summary_check(
         expected=counted,
         actual={key: summary.get(key) for key in counted},
     )
+
+
+def _summary_field_problems(table: Table, changes: dict[int, SnapshotChanges]) -> list[str]:
+    """Each summary field a snapshot of the run wrote that its own manifest entries contradict."""
+    problems = []
+    for snapshot in table.metadata.snapshots:
+        if snapshot.snapshot_id not in changes or snapshot.summary is None:
+            continue
+        for key, value in changes[snapshot.snapshot_id].summary_fields().items():
+            written = snapshot.summary.get(key)
+            if written is not None and int(written) != value:
+                problems.append(
+                    f"snapshot {snapshot.snapshot_id} says {key} {int(written):,}, its manifests {value:,}"
+                )
+    return problems
 
 
 def replaced_files_deleted_check(evidence: Evidence) -> Check:

@@ -58,6 +58,7 @@ from generators.checksum import Checksum, RowHashes, absorb_columns, empty_row_s
 from generators.keys import GENERATED_KEYS, KeyScan, KeySpace, key_nulls
 from generators.source import row_group_batches
 from harness.judge.nested import project_nested
+from harness.judge.physical import physical_problems
 from harness.judge.statistics import FileStats, footer_column_sizes, gather, primitive_columns
 
 # Rows per decoded batch of the selective scan's reader: ~80 MiB at 400 mixed columns, small
@@ -110,6 +111,8 @@ class TableContent:
     # The read as a full scan: loading the table, planning it and the reader's own time (files
     # opened, deletes read and applied, columns decoded and projected), not its waits for the hashing.
     scan_s: float = 0.0
+    # Data files' columns whose physical type breaks the table schema's (harness/judge/physical.py).
+    physical_problems: list[str] = field(default_factory=list)
 
     @property
     def data_files(self) -> list[str]:
@@ -149,7 +152,8 @@ def read_content(
     hashing: _RowGroupHashing | None = None
     stats = [FileStats() for _ in tasks]
     columns = primitive_columns(table.metadata.schema())
-    pieces = _timed(_column_batches(table, tasks, batch_rows, stats), reading)
+    projections = _Projections(table)
+    pieces = _timed(_column_batches(table, tasks, batch_rows, stats, projections), reading)
     with _Behind(PREFETCH_BATCHES) as statistics:
         for piece in _prefetched(pieces, PREFETCH_BATCHES):
             hashing = hashing or _RowGroupHashing(piece.unit, keys)
@@ -177,6 +181,7 @@ def read_content(
         delete_files=len({delete.file_path for task in tasks for delete in task.delete_files}),
         scan_s=reading.seconds,
         key_space=keys,
+        physical_problems=projections.physical,
     )
 
 
@@ -295,7 +300,11 @@ def _parquet(table: Table, path: str, buffer_size: int = 0) -> Iterator[pq.Parqu
 
 
 def _column_batches(
-    table: Table, tasks: list[FileScanTask], batch_rows: int, stats: list[FileStats]
+    table: Table,
+    tasks: list[FileScanTask],
+    batch_rows: int,
+    stats: list[FileStats],
+    projections: _Projections,
 ) -> Iterator[_Piece]:
     """Each row group's columns, READ_BUDGET_BYTES of column chunks at a time, in name order: Arrow
     holds a page and a read buffer per column it reads, so this, not the row group size a writer
@@ -304,7 +313,6 @@ def _column_batches(
     file once) and applied here, as a reader applies them. The next file is read ahead while
     this one is decoded (at wide in the 4 GiB box, where the table's 3.9 GB never stay in the
     page cache, the read went 10.8 -> 8.8 s)."""
-    projections = _Projections(table)
     deletes = _DeleteCache(table, tasks)
     for index, task in enumerate(tasks):
         if index == 0:
@@ -382,6 +390,9 @@ class _FileProjection:
     table_schema: Schema
     in_file: Schema  # the file's schema pruned to the table's field ids
     missing: dict[int, Any]  # values of the columns the file lacks (identity partitions)
+    # Its columns whose physical type breaks the table's (harness/judge/physical.py), the first file
+    # of the layout named: the projection below reads them with pyiceberg's allowances.
+    physical: list[str] = field(default_factory=list)
     _groups: dict[frozenset[int], _ColumnGroup] = field(default_factory=dict)
     # Per column group and batch schema: the batch's columns that projecting it only relabels
     # (their order and the projected schema), or None where it casts or fills in a column.
@@ -401,7 +412,10 @@ class _FileProjection:
             task.file, schema, schema, metadata.specs().get(task.file.spec_id), file_schema.field_ids
         )
         return cls(
-            schema, prune_columns(file_schema, _top_level_ids(schema), select_full_types=True), missing
+            schema,
+            prune_columns(file_schema, _top_level_ids(schema), select_full_types=True),
+            missing,
+            physical_problems(task.file.file_path, schema, parquet.schema_arrow, file_schema),
         )
 
     @property
@@ -516,6 +530,11 @@ class _Projections:
     def __init__(self, table: Table) -> None:
         self.table = table
         self._by_layout: dict[tuple[bytes, int, str], _FileProjection] = {}
+
+    @property
+    def physical(self) -> list[str]:
+        """Every layout's physical type problems (one file named per layout)."""
+        return [problem for projection in self._by_layout.values() for problem in projection.physical]
 
     def of(self, task: FileScanTask, parquet: pq.ParquetFile) -> _FileProjection:
         layout = (parquet.schema_arrow.serialize().to_pybytes(), task.file.spec_id, str(task.file.partition))

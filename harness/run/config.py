@@ -30,8 +30,13 @@ def comma_list(text: str) -> list[str]:
 
 
 def comma_separated(value: object) -> object:
-    """A config list given as one `a,b` string (a flag, an environment variable) made a list."""
-    return comma_list(value) if isinstance(value, str) else value
+    """A config list given as one `a,b` string (a flag, an environment variable) made a list; a
+    string naming nothing is refused, not read as the default (leave the key out for that)."""
+    if not isinstance(value, str):
+        return value
+    if not comma_list(value):
+        raise ValueError(f"{value!r} names nothing: leave the key out for its default")
+    return comma_list(value)
 
 
 class Axes(BaseModel):

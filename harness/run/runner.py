@@ -682,6 +682,7 @@ class Runner:
                     verifier_options=self.verifier_options,
                     outcome_checks=lambda evidence: scenario.outcome_checks(evidence, ends, plan.sets),
                     equality_reader=self.equality_reader,
+                    layout=plan.layout,
                 )
         except Exception as exc:  # what a writer left may break the reader too: a verdict, not a crash
             # A disk that cannot take the harness's own files (a verifier's spec): not the table's fault.

@@ -14,6 +14,7 @@ from pyiceberg.table import Table
 from pyiceberg.transforms import IdentityTransform
 from test_oracle_checks import _append_table, _judge
 
+from harness.base.errors import IcebenchError
 from harness.judge.oracle import capture_state, judge
 from harness.model import TableLayout
 from scenarios import get_scenario
@@ -69,6 +70,13 @@ def test_the_undamaged_table_passes_every_metadata_check(tiny_sets, tmp_path):
     _passes(verdict)
     for name in ("refs_current", "snapshot_lineage", "snapshot_operations", "snapshot_summary_true"):
         assert checks[name].passed
+    # Iceberg Java loaded it: its metadata, both manifest lists, the manifest and its two entries.
+    assert checks["loads_in_reference"].actual == {
+        "format_version": 2,
+        "manifest_lists": 2,
+        "manifests": 1,
+        "entries": 2,
+    }
 
 
 def test_refs_main_that_disagrees_with_the_current_snapshot_fails(tiny_sets, tmp_path):
@@ -76,9 +84,12 @@ def test_refs_main_that_disagrees_with_the_current_snapshot_fails(tiny_sets, tmp
         parent = min(metadata["snapshots"], key=lambda snapshot: snapshot["sequence-number"])
         metadata["refs"]["main"]["snapshot-id"] = parent["snapshot-id"]
 
-    verdict, _ = _judged(tiny_sets, tmp_path, point_main_at_the_parent)
-    reason = _only_failed(verdict, "refs_current")
+    verdict, checks = _judged(tiny_sets, tmp_path, point_main_at_the_parent)
+    assert [check.name for check in verdict.failed] == ["refs_current", "loads_in_reference"]
+    reason = checks["refs_current"].reason
     assert "refs.main names snapshot" in reason and "Iceberg Java refuses" in reason
+    # The reference implementation, asked, says so itself.
+    assert "Current snapshot ID does not match main branch" in checks["loads_in_reference"].reason
 
 
 def test_a_tag_on_the_current_snapshot_is_legal(tiny_sets, tmp_path):
@@ -270,3 +281,19 @@ def test_a_renamed_partition_field_and_a_property_of_the_writers_own_are_legal(t
 
     verdict, _ = _judged_layout(tiny_sets, tmp_path, own_names)
     _passes(verdict)
+
+
+def test_without_the_reference_build_the_check_is_left_out_and_said_once(monkeypatch, capsys):
+    from harness.judge import reference
+    from harness.services import rest_catalog
+
+    def not_built() -> str:
+        raise IcebenchError("the REST catalog server is not built: run `make rest-catalog`")
+
+    monkeypatch.setattr(rest_catalog, "classpath", not_built)
+    judge_here = reference.ReferenceJudge()
+    assert judge_here.check(None) is None and judge_here.check(None) is None  # no table is touched
+    assert capsys.readouterr().err.splitlines() == [
+        "icebench: loads_in_reference is not checked: "
+        "the REST catalog server is not built: run `make rest-catalog`"
+    ]

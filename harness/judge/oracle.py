@@ -58,6 +58,7 @@ from harness.judge.metadata import (
 from harness.judge.partitions import partition_check, partition_figures
 from harness.judge.physical import PHYSICAL_CHECK
 from harness.judge.readback import TableContent, read_content
+from harness.judge.reference import REFERENCE
 from harness.judge.scan_cost import full_scan_figures
 from harness.judge.statistics import primitive_columns, stats_problems
 from harness.model import PLAIN_LAYOUT, Check, EngineOptions, Expectation, KeyRanges, TableLayout, Verdict
@@ -282,6 +283,8 @@ def judge(
     checks.append(snapshot_summary_check(table, before, after, content, changes))
     checks += metadata_checks(table, made, before.snapshot_ids, changes)
     checks.append(layout_check(table, layout, (facts.listed.spec_id for facts in content.files)))
+    if (reference := REFERENCE.check(table)) is not None:
+        checks.append(reference)
     evidence = Evidence(table, before, after, content, orphans, metrics, error, single_commit)
     outcome = (outcome_checks or operation_checks)(evidence)
     # A failed operation leads the list: it is what the other failures follow from.

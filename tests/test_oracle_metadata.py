@@ -297,3 +297,18 @@ def test_without_the_reference_build_the_check_is_left_out_and_said_once(monkeyp
         "icebench: loads_in_reference is not checked: "
         "the REST catalog server is not built: run `make rest-catalog`"
     ]
+
+
+def test_a_reference_jvm_that_died_is_started_again_not_blamed_on_the_writer(tiny_sets, tmp_path):
+    """It dies with the thread that started it: the next table starts another, and still judges."""
+    from harness.judge.reference import REFERENCE
+
+    table, scenario, before = _two_snapshot_table(tiny_sets, tmp_path)
+    first, _ = _judge(table, scenario, tiny_sets, before)
+    assert REFERENCE._process is not None
+    REFERENCE._process.kill()
+    REFERENCE._process.wait()
+    again, checks = _judge(table, scenario, tiny_sets, before)
+    _passes(first)
+    _passes(again)
+    assert checks["loads_in_reference"].passed

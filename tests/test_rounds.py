@@ -175,7 +175,13 @@ def test_duckdb_rounds_through_the_rest_catalog(services_settings):
     assert len(records) == ROUNDS * 3
     for record in records:
         assert record.stack == "local-services"
-        assert record.status == "ok" and record.verdict.passed, (record.round, record.phase, record.error)
+        failed = [f"{c.name}: {c.reason}" for c in record.verdict.failed] if record.verdict else []
+        assert record.status == "ok" and record.verdict.passed, (
+            record.round,
+            record.phase,
+            record.error,
+            failed,
+        )
     replace = by_phase(records, "duckdb")[(ROUNDS, "replace")]
     checks = {c.name: c for c in replace.verdict.checks}
     assert checks["replaced_files_deleted"].actual == "delete files mask the old rows"

@@ -186,16 +186,17 @@ def load_settings(
         path = DEFAULT_CONFIG
     tables = read_toml(path) if path else {}
     from_file = tables.get("settings", {})
-    try:  # the file's own values, whatever overrides them: a bad one is a mistake all the same
-        Settings.model_validate({**from_file, "engines": {}})
-    except ValueError as exc:
-        raise IcebenchError(f"invalid setting in config file {path}: {first_error(exc)}") from None
     check_environment()
     try:
         env = Settings()  # environment over defaults
     except ValueError as exc:
         complaint = first_error(exc, ENV_PREFIX)
         raise IcebenchError(f"invalid setting in the environment: {complaint}") from None
+    if from_file:  # the file's own values, whatever overrides them: a bad one is a mistake all the same
+        try:  # given to the constructor, they win over the environment, which was found valid above
+            Settings(**{**from_file, "engines": {}})
+        except ValueError as exc:
+            raise IcebenchError(f"invalid setting in config file {path}: {first_error(exc)}") from None
     from_env = env.model_dump(exclude_unset=True)
     merged = {**from_file, **from_env}
     merged.update({k: v for k, v in overrides.items() if v is not None})

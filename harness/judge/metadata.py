@@ -232,7 +232,7 @@ def lineage_check(table: Table, made: list[Snapshot], before_ids: set[int]) -> C
         not problems,
         lambda: first_few(problems),
         expected="parents present, sequence numbers rising, logs in order",
-        actual=f"{len(made)} new snapshots",
+        actual=counted(len(made), "new snapshot"),
     )
 
 

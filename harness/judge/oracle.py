@@ -495,7 +495,7 @@ def snapshot_summary_check(
     summary = after.summary
     if after.current_snapshot_id is None:
         return Check(name="snapshot_summary_true", passed=True, actual="no snapshot")
-    problems = _summary_field_problems(table, changes or {})
+    problems = []
     counted = {"total-data-files": len(content.files), "total-records": content.rows_in_files}
     for key, value in counted.items():
         if key in summary and int(summary[key]) != value:
@@ -512,6 +512,7 @@ def snapshot_summary_check(
                 f"the run's {len(added)} snapshots declare {declared:+,} {unit}, "
                 f"the totals moved {changed:+,}"
             )
+    problems += _summary_field_problems(table, changes or {})
     return Check.holds(
         "snapshot_summary_true",
         not problems,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import os
 import select
 import shutil
 import subprocess
@@ -34,6 +35,14 @@ ANSWER_TIMEOUT_S = 300.0
 # pyiceberg's FileIO properties as Iceberg Java's S3FileIO names them; the rest pass as they are.
 _JAVA_NAMES = {"s3.region": "client.region"}
 _PASSED_PREFIXES = ("s3.", "client.")
+# Where the harness's own pyiceberg found its S3 credentials in the environment (as the stacks set
+# them), Java is given them as properties: its JVM may have started before they were set.
+_FROM_ENVIRONMENT = {
+    "s3.access-key-id": "AWS_ACCESS_KEY_ID",
+    "s3.secret-access-key": "AWS_SECRET_ACCESS_KEY",
+    "s3.session-token": "AWS_SESSION_TOKEN",
+    "client.region": "AWS_REGION",
+}
 
 
 class ReferenceJudge:
@@ -46,19 +55,21 @@ class ReferenceJudge:
         self._said = False
 
     def check(self, table: Table) -> Check | None:
-        """Java's verdict on the table; None where the reference judge cannot run here."""
+        """Java's verdict on the table; None where the reference judge cannot run here. A JVM that
+        ended under it (it dies with the thread that started it) is started again, once."""
         with self._lock:
-            process = self._running()
-            if process is None:
-                return None
-            properties = _java_properties(table.io.properties)
-            answer = self._ask(process, {"metadata": table.metadata_location, "properties": properties})
-        if answer is None:
+            for _ in range(2):
+                process = self._running()
+                if process is None:
+                    return None
+                properties = _java_properties(table.io.properties)
+                request = {"metadata": table.metadata_location, "properties": properties}
+                answer, failure = self._ask(process, request)
+                if answer is not None or "timed out" in failure:
+                    break
+        if answer is None:  # the harness's own limit or fault, never the writer's
             return Check(
-                name=REFERENCE_CHECK,
-                passed=False,
-                reason=f"Iceberg Java gave no answer within {ANSWER_TIMEOUT_S:.0f} s (its JVM was stopped)",
-                harness_limit=True,
+                name=REFERENCE_CHECK, passed=False, reason=f"Iceberg Java {failure}", harness_limit=True
             )
         return Check.holds(
             REFERENCE_CHECK,
@@ -83,7 +94,10 @@ class ReferenceJudge:
             return None
         return self._process
 
-    def _ask(self, process: subprocess.Popen[bytes], request: dict[str, Any]) -> dict[str, Any] | None:
+    def _ask(
+        self, process: subprocess.Popen[bytes], request: dict[str, Any]
+    ) -> tuple[dict[str, Any] | None, str]:
+        """Java's answer, or None and why there is none (the JVM is then stopped)."""
         assert process.stdin is not None and process.stdout is not None
         try:
             process.stdin.write(json.dumps(request).encode() + b"\n")
@@ -92,14 +106,14 @@ class ReferenceJudge:
             while not select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))[0]:
                 if time.monotonic() >= deadline:
                     self.stop()
-                    return None
+                    return None, f"timed out: no answer within {ANSWER_TIMEOUT_S:.0f} s (its JVM was stopped)"
             line = process.stdout.readline()
         except OSError:
             line = b""
-        if not line:  # it died: the next table starts another
+        if not line:
             self.stop()
-            return {"ok": False, "error": "the reference JVM ended without an answer"}
-        return json.loads(line)
+            return None, "ended without an answer, twice (its JVM is started again for the next table)"
+        return json.loads(line), ""
 
     def stop(self) -> None:
         process, self._process = self._process, None
@@ -129,11 +143,13 @@ def _start() -> subprocess.Popen[bytes]:
 
 
 def _java_properties(properties: dict[str, str]) -> dict[str, str]:
-    return {
+    given = {
         _JAVA_NAMES.get(key, key): value
         for key, value in properties.items()
         if key.startswith(_PASSED_PREFIXES) and value is not None
     }
+    found = {key: os.environ[name] for key, name in _FROM_ENVIRONMENT.items() if name in os.environ}
+    return {**found, **given}
 
 
 REFERENCE = ReferenceJudge()

@@ -4,6 +4,7 @@ summary), with the rows left intact; the check named alone fails. Each legal var
 spec allows that a writer other than pyiceberg may well write, passes."""
 
 import json
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -283,7 +284,7 @@ def test_a_renamed_partition_field_and_a_property_of_the_writers_own_are_legal(t
     _passes(verdict)
 
 
-def test_without_the_reference_build_the_check_is_left_out_and_said_once(monkeypatch, capsys):
+def test_without_the_reference_build_the_check_is_left_out_and_said_once(monkeypatch):
     from harness.judge import reference
     from harness.services import rest_catalog
 
@@ -292,10 +293,11 @@ def test_without_the_reference_build_the_check_is_left_out_and_said_once(monkeyp
 
     monkeypatch.setattr(rest_catalog, "classpath", not_built)
     judge_here = reference.ReferenceJudge()
-    assert judge_here.check(None) is None and judge_here.check(None) is None  # no table is touched
-    assert capsys.readouterr().err.splitlines() == [
-        "icebench: loads_in_reference is not checked: "
-        "the REST catalog server is not built: run `make rest-catalog`"
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        assert judge_here.check(None) is None and judge_here.check(None) is None  # no table is touched
+    assert [str(warning.message) for warning in said] == [
+        "loads_in_reference is not checked: the REST catalog server is not built: run `make rest-catalog`"
     ]
 
 

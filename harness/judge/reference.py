@@ -18,14 +18,13 @@ import os
 import select
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from typing import Any
 
 from pyiceberg.table import Table
 
-from harness.base.errors import IcebenchError
+from harness.base.errors import IcebenchError, warn
 from harness.base.orphan_guard import guarded
 from harness.model import Check
 
@@ -89,7 +88,7 @@ class ReferenceJudge:
                 self._unavailable = str(exc)
         if self._unavailable is not None:
             if not self._said:
-                print(f"icebench: {REFERENCE_CHECK} is not checked: {self._unavailable}", file=sys.stderr)
+                warn(f"{REFERENCE_CHECK} is not checked: {self._unavailable}")
                 self._said = True
             return None
         return self._process

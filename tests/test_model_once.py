@@ -63,6 +63,7 @@ def test_a_run_of_one_worker_carries_every_figure_but_its_error():
         status="oom",
         error="killed",
         wall_s=1.5,
+        cpu_s=1.2,
         write_s=1.0,
         peak_memory_bytes=3,
         peak_rss_bytes=2,

@@ -204,6 +204,14 @@ def test_a_file_size_total_that_lies_fails(tiny_sets, tmp_path):
     assert "added-files-size" in _only_failed(verdict, "snapshot_summary_true")
 
 
+def test_a_count_that_is_no_number_fails_the_summary_not_the_harness(tiny_sets, tmp_path):
+    def garbled(metadata: Metadata) -> None:
+        _run_snapshot(metadata)["summary"]["added-records"] = "many"
+
+    verdict, _ = _judged(tiny_sets, tmp_path, garbled)
+    assert "says added-records 'many', not a count" in _only_failed(verdict, "snapshot_summary_true")
+
+
 def test_a_summary_of_the_operation_alone_is_legal(tiny_sets, tmp_path):
     """Every summary field but the operation is optional."""
 

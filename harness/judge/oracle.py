@@ -495,6 +495,8 @@ def snapshot_summary_check(
     summary = after.summary
     if after.current_snapshot_id is None:
         return Check(name="snapshot_summary_true", passed=True, actual="no snapshot")
+    if malformed := _malformed_counts(table, after, changes or {}):  # a writer's, not the harness's
+        return Check.holds("snapshot_summary_true", False, lambda: first_few(malformed), expected="counts")
     problems = []
     counted = {"total-data-files": len(content.files), "total-records": content.rows_in_files}
     for key, value in counted.items():
@@ -522,6 +524,34 @@ def snapshot_summary_check(
     )
 
 
+_TOTALS = ("total-data-files", "total-records", "total-delete-files", "total-files-size")
+
+
+def _malformed_counts(table: Table, after: TableState, changes: dict[int, SnapshotChanges]) -> list[str]:
+    """Count fields of the run's snapshots' summaries (and the current one's totals) that are no
+    whole number: the spec's counts are."""
+    keys = set(SnapshotChanges().summary_fields())
+    found = [
+        f"snapshot {snapshot.snapshot_id} says {key} {value!r}, not a count"
+        for snapshot in table.metadata.snapshots
+        if snapshot.snapshot_id in changes and snapshot.summary is not None
+        for key in sorted(keys)
+        if (value := snapshot.summary.get(key)) is not None and _count(value) is None
+    ]
+    return found + [
+        f"the current snapshot says {key} {after.summary[key]!r}, not a count"
+        for key in _TOTALS
+        if key in after.summary and _count(after.summary[key]) is None
+    ]
+
+
+def _count(text: object) -> int | None:
+    try:
+        return int(str(text))
+    except ValueError:
+        return None
+
+
 def _summary_field_problems(table: Table, changes: dict[int, SnapshotChanges]) -> list[str]:
     """Each summary field a snapshot of the run wrote that its own manifest entries contradict."""
     problems = []
@@ -543,7 +573,7 @@ def replaced_files_deleted_check(evidence: Evidence) -> Check:
     1-2 of 20 files deleted"). A table left with delete files masks old files instead of dropping
     them: then the content checks judge, not this one."""
     table, before, after = evidence.table, evidence.before, evidence.after
-    if int(after.summary.get("total-delete-files") or 0):
+    if _count(after.summary.get("total-delete-files") or 0):
         return Check(name="replaced_files_deleted", passed=True, actual="delete files mask the old rows")
     added = [s for s in table.metadata.snapshots if s.snapshot_id in after.snapshot_ids - before.snapshot_ids]
     deleted = sum(_summary_int(snapshot, "deleted-data-files") for snapshot in added)
@@ -557,7 +587,8 @@ def replaced_files_deleted_check(evidence: Evidence) -> Check:
 
 
 def _summary_int(snapshot: Snapshot, key: str) -> int:
-    return int(snapshot.summary.get(key) or 0) if snapshot.summary is not None else 0
+    """A count of the summary; 0 where absent or no count (snapshot_summary_true fails that)."""
+    return (_count(snapshot.summary.get(key) or 0) or 0) if snapshot.summary is not None else 0
 
 
 def no_orphans_check(orphans: dict[str, int]) -> Check:

@@ -6,6 +6,7 @@ spec allows that a writer other than pyiceberg may well write, passes."""
 import json
 import warnings
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -229,11 +230,13 @@ CODEC = "write.parquet.compression-codec"
 BY_DAY = TableLayout(partition=("day(c017_ts)",), sort=("c001_int32",), properties=((CODEC, "zstd"),))
 
 
-def _judged_layout(tiny_sets: DataSets, tmp_path: Path, write: Callable[[Table], None]):
-    """The base set written by `write` into a table made as BY_DAY asks."""
+def _judged_layout(
+    tiny_sets: DataSets, tmp_path: Path, write: Callable[[Table], None], layout: TableLayout = BY_DAY
+):
+    """The base set written by `write` into a table made as `layout` asks."""
     catalog = SqlCatalog("layout", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}")
     scenario = get_scenario("append")()
-    table = scenario.prepare(catalog, "bench", tiny_sets, BY_DAY)
+    table = scenario.prepare(catalog, "bench", tiny_sets, layout)
     before = capture_state(table)
     write(table)
     verdict, _ = judge(
@@ -243,7 +246,7 @@ def _judged_layout(tiny_sets: DataSets, tmp_path: Path, write: Callable[[Table],
         error=None,
         before=before,
         single_commit=False,
-        layout=BY_DAY,
+        layout=layout,
     )
     return verdict, {check.name: check for check in verdict.checks}
 
@@ -254,6 +257,16 @@ def test_the_asked_for_layout_written_as_asked_passes(tiny_sets, tmp_path):
     )
     _passes(verdict)
     assert checks["layout_in_force"].actual == "day(c017_ts)"
+
+
+def test_a_format_version_asked_as_a_property_is_held_as_the_tables_own(tiny_sets, tmp_path):
+    """Iceberg keeps it as a field of the metadata, not among the properties."""
+    version_one = TableLayout(partition=BY_DAY.partition, properties=(("format-version", "1"),))
+    verdict, checks = _judged_layout(
+        tiny_sets, tmp_path, partial(register_set, data=tiny_sets["base"]), version_one
+    )
+    _passes(verdict)
+    assert checks["loads_in_reference"].actual["format_version"] == 1
 
 
 def test_a_writer_that_drops_the_partition_spec_and_writes_unpartitioned_fails(tiny_sets, tmp_path):

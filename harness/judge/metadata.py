@@ -158,7 +158,8 @@ def layout_check(table: Table, layout: TableLayout, spec_ids: Iterable[int]) -> 
     found_order = [f"{column(f.source_id)} {f.direction.name.lower()}" for f in table.sort_order().fields]
     if asked_order != found_order:
         problems.append(f"sorted by [{', '.join(found_order)}], asked for [{', '.join(asked_order)}]")
-    properties = table.metadata.properties
+    # format-version is asked as a property and kept as the metadata's own field.
+    properties = {**table.metadata.properties, "format-version": str(table.metadata.format_version)}
     problems += [
         f"property {key} is {properties.get(key)!r}, asked for {value!r}"
         for key, value in layout.properties

@@ -196,3 +196,12 @@ def test_in_a_full_box_the_kernel_kills_a_worker_before_the_harness():
     assert set_oom_score_adj(0, OOM_SCORE_ADJ.parent / "no-such-file") is False
     worker = Path(__file__).parents[1] / "harness" / "engines" / "worker.py"
     assert "set_oom_score_adj(WORKER_OOM_SCORE_ADJ)" in worker.read_text()
+
+
+def test_a_port_handed_out_is_not_handed_out_again_while_its_server_may_still_be_starting():
+    """Weed's 13 listeners each draw a port before any binds: a repeat would collide."""
+    from harness.services.processes import LOWEST_SERVICE_PORT, free_port
+
+    ports = [free_port() for _ in range(500)]
+    assert len(set(ports)) == len(ports)
+    assert all(port >= LOWEST_SERVICE_PORT for port in ports)

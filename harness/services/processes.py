@@ -7,6 +7,7 @@ that is SIGKILLed (harness.base.orphan_guard).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import random
@@ -47,21 +48,29 @@ def environment_variables(values: dict[str, str]) -> Iterator[None]:
 # ports it has not bound yet ("address already in use", CI of 2026-11-26).
 EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 LOWEST_SERVICE_PORT = 10000
+# Ports this process handed out lately: free when probed, but a server given one may not have bound
+# it yet, so a second pick of it (one of weed's 13 listeners drawing another's) would collide
+# ("bind: address already in use", CI of 2026-11-28).
+_HANDED_OUT: collections.deque[int] = collections.deque(maxlen=4096)
 
 
 def free_port() -> int:
-    """A loopback port free now and outside the ephemeral range, so no outgoing connection takes it."""
+    """A loopback port free now, outside the ephemeral range, so no outgoing connection takes it,
+    and none this process handed out lately."""
     try:
         ephemeral_low = int(EPHEMERAL_RANGE.read_text().split()[0])
     except (OSError, ValueError, IndexError):
         ephemeral_low = 32768
     for _ in range(100):
         port = random.randrange(LOWEST_SERVICE_PORT, max(ephemeral_low, LOWEST_SERVICE_PORT + 1))
+        if port in _HANDED_OUT:
+            continue
         with socket.socket() as probe:
             try:
                 probe.bind((LOOPBACK, port))
             except OSError:
                 continue
+            _HANDED_OUT.append(port)
             return port
     with socket.socket() as probe:  # the low range is full: any free port beats none
         probe.bind((LOOPBACK, 0))

@@ -157,7 +157,7 @@ def test_a_failed_write_leaving_more_garbage_regresses_like_orphans_after_succes
 
 def test_peak_memory_beyond_the_ratio_regresses(tmp_path):
     regressions = gate_of(tmp_path, three(peak_mib=500), three(peak_mib=700))
-    assert kinds(regressions) == [("peak_memory", "peak_memory_bytes")]
+    assert kinds(regressions) == [("peak_memory", "peak_rss_bytes")]
     assert regressions[0].change == pytest.approx(1.4)
     assert regressions[0].threshold == 1.25
     assert gate_of(tmp_path / "within", three(peak_mib=500), three(peak_mib=600)) == []
@@ -165,7 +165,7 @@ def test_peak_memory_beyond_the_ratio_regresses(tmp_path):
 
 def test_peak_memory_is_the_worst_repeat(tmp_path):
     current = [*three()[:2], run(repeat=2, peak_mib=800)]
-    assert kinds(gate_of(tmp_path, three(), current)) == [("peak_memory", "peak_memory_bytes")]
+    assert kinds(gate_of(tmp_path, three(), current)) == [("peak_memory", "peak_rss_bytes")]
 
 
 def test_median_wall_time_beyond_the_ratio_regresses(tmp_path):
@@ -242,7 +242,7 @@ def test_thresholds_come_from_the_gate_table_of_a_config_file(tmp_path):
     regressions = gate_of(
         tmp_path, three(peak_mib=500, wall_s=0.2), three(peak_mib=600, wall_s=0.6), thresholds
     )
-    assert kinds(regressions) == [("peak_memory", "peak_memory_bytes"), ("wall_time", "wall_s")]
+    assert kinds(regressions) == [("peak_memory", "peak_rss_bytes"), ("wall_time", "wall_s")]
     config.write_text("[gate]\npeak_memory_ratios = 1.1\n")
     with pytest.raises(IcebenchError, match="invalid \\[gate\\] table: peak_memory_ratios"):
         load_thresholds(config)

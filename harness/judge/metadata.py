@@ -58,6 +58,9 @@ class SnapshotChanges:
     removed_rows: Counter[DataFileContent] = field(default_factory=Counter)
     added_bytes: int = 0
     removed_bytes: int = 0
+    # The manifests it wrote, with the sequence number each carries (the lineage check holds them
+    # to the snapshot's): taken from the same read of its manifest list.
+    manifests: dict[str, int | None] = field(default_factory=dict)
 
     def summary_fields(self) -> dict[str, int]:
         """The spec's optional summary fields (Java's SnapshotSummary) as these entries give them."""
@@ -99,6 +102,7 @@ def snapshot_changes(table: Table, snapshot: Snapshot) -> SnapshotChanges:
     for manifest in snapshot.manifests(table.io):
         if manifest.added_snapshot_id != snapshot.snapshot_id:
             continue
+        changes.manifests[manifest.manifest_path] = manifest.sequence_number
         for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=False):
             if entry.snapshot_id != snapshot.snapshot_id:
                 continue
@@ -127,7 +131,7 @@ def metadata_checks(
     `made` these (new_snapshots); `changes`: each one's own entries (snapshot_changes)."""
     return [
         refs_check(table),
-        lineage_check(table, made, before_ids),
+        lineage_check(table, made, before_ids, changes),
         operations_check(made, changes),
     ]
 
@@ -203,7 +207,9 @@ def refs_check(table: Table) -> Check:
     )
 
 
-def lineage_check(table: Table, made: list[Snapshot], before_ids: set[int]) -> Check:
+def lineage_check(
+    table: Table, made: list[Snapshot], before_ids: set[int], changes: dict[int, SnapshotChanges]
+) -> Check:
     metadata = table.metadata
     by_id = {snapshot.snapshot_id: snapshot for snapshot in metadata.snapshots}
     known = set(by_id) | before_ids
@@ -211,7 +217,7 @@ def lineage_check(table: Table, made: list[Snapshot], before_ids: set[int]) -> C
     for snapshot in made:
         problems += _parent_problems(snapshot, by_id, before_ids)
         if metadata.format_version >= 2:
-            problems += _sequence_problems(table, snapshot, by_id)
+            problems += _sequence_problems(table, snapshot, by_id, changes[snapshot.snapshot_id])
     if metadata.format_version >= 2:
         numbers = Counter(snapshot.sequence_number for snapshot in metadata.snapshots)
         shared = [(n, count) for n, count in numbers.items() if count > 1]
@@ -252,7 +258,9 @@ def _parent_problems(snapshot: Snapshot, by_id: dict[int, Snapshot], before_ids:
     return []
 
 
-def _sequence_problems(table: Table, snapshot: Snapshot, by_id: dict[int, Snapshot]) -> list[str]:
+def _sequence_problems(
+    table: Table, snapshot: Snapshot, by_id: dict[int, Snapshot], change: SnapshotChanges
+) -> list[str]:
     number = snapshot.sequence_number or 0
     problems = []
     parent = by_id.get(snapshot.parent_snapshot_id) if snapshot.parent_snapshot_id is not None else None
@@ -266,11 +274,11 @@ def _sequence_problems(table: Table, snapshot: Snapshot, by_id: dict[int, Snapsh
             f"snapshot {snapshot.snapshot_id} has sequence number {number}, above the table's "
             f"last-sequence-number {table.metadata.last_sequence_number}"
         )
-    for manifest in snapshot.manifests(table.io):
-        if manifest.added_snapshot_id == snapshot.snapshot_id and manifest.sequence_number != number:
+    for path, carried in change.manifests.items():
+        if carried != number:
             problems.append(
-                f"{short_path(manifest.manifest_path)}, added by snapshot {snapshot.snapshot_id} "
-                f"(sequence number {number}), carries sequence number {manifest.sequence_number}"
+                f"{short_path(path)}, added by snapshot {snapshot.snapshot_id} "
+                f"(sequence number {number}), carries sequence number {carried}"
             )
     return problems
 

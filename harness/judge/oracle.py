@@ -502,7 +502,7 @@ def snapshot_summary_check(
     for key, value in counted.items():
         if key in summary and int(summary[key]) != value:
             problems.append(f"{key} {int(summary[key]):,} but the table has {value:,}")
-    added = [s for s in table.metadata.snapshots if s.snapshot_id in after.snapshot_ids - before.snapshot_ids]
+    added = new_snapshots(table, before.snapshot_ids)
     for unit in ("data-files", "records"):
         total = f"total-{unit}"
         if not added or total not in summary:
@@ -575,7 +575,7 @@ def replaced_files_deleted_check(evidence: Evidence) -> Check:
     table, before, after = evidence.table, evidence.before, evidence.after
     if _count(after.summary.get("total-delete-files") or 0):
         return Check(name="replaced_files_deleted", passed=True, actual="delete files mask the old rows")
-    added = [s for s in table.metadata.snapshots if s.snapshot_id in after.snapshot_ids - before.snapshot_ids]
+    added = new_snapshots(table, before.snapshot_ids)
     deleted = sum(_summary_int(snapshot, "deleted-data-files") for snapshot in added)
     listed = before.data_file_entries
     return Check.equal(

@@ -137,8 +137,12 @@ browser:
 # `make test` leaves out the tests marked slow (pyproject.toml's markers); `make test-all` runs them too.
 TEST_TIER = -m "not slow"
 # The Rust worker is built beside the tests, not before them (tests/conftest.py): its tests run last.
+# The tests and lint-rust build it with rust/Cargo.toml's `quick` profile: the same code, compiled in
+# a fraction of release's CPU time (benchmarks build release; every record names the profile).
+TEST_RUST_PROFILE := quick
 test: $(STAMP) $(REST_JAR) $(S3_COUNTER) $(SPARK_JARS) images browser
-	eval "$$(compose/docker-engine.sh env)" && ICEBENCH_REQUIRE_DOCKER=1 $(BIN)/pytest -q $(TEST_TIER); \
+	eval "$$(compose/docker-engine.sh env)" && ICEBENCH_REQUIRE_DOCKER=1 ICEBENCH_RUST_PROFILE=$(TEST_RUST_PROFILE) \
+		$(BIN)/pytest -q $(TEST_TIER); \
 		status=$$?; compose/docker-engine.sh stop --if-owner make; exit $$status
 
 test-all: TEST_TIER =
@@ -149,8 +153,8 @@ lint: $(STAMP) lint-rust
 	$(BIN)/ruff format --check .
 
 # The Rust worker held to rustfmt (rust/rustfmt.toml) and clippy. clippy runs as the worker crate's
-# compiler (clippy-driver, as cargo clippy runs it, RUSTC_WORKSPACE_WRAPPER) in a release build of
-# the worker's own target folder: the ~540 crates it depends on are the worker's build's, compiled
+# compiler (clippy-driver, as cargo clippy runs it, RUSTC_WORKSPACE_WRAPPER) in the tests' build of
+# the worker's own target folder: the ~540 crates it depends on are the tests' build's, compiled
 # once for both (`cargo clippy` would check each of them again: ~15 CPU-minutes on a cold cache).
 # RUST_DIR= another copy of rust/ (tests/test_rust_lint.py).
 RUST_DIR ?= rust
@@ -159,7 +163,7 @@ lint-rust: $(STAMP)
 	@command -v cargo >/dev/null || { echo "lint-rust needs cargo (Rust 1.94+: https://rustup.rs)"; exit 1; }
 	cargo fmt --check --manifest-path $(RUST_DIR)/Cargo.toml
 	CARGO_TARGET_DIR="$$($(BIN)/python -m harness.services.rust_worker target-dir)" RUSTC_WORKSPACE_WRAPPER=clippy-driver \
-		cargo rustc --release --locked --manifest-path $(RUST_DIR)/Cargo.toml -- -D warnings
+		cargo rustc --profile $(TEST_RUST_PROFILE) --locked --manifest-path $(RUST_DIR)/Cargo.toml -- -D warnings
 
 clean:
 	rm -rf $(VENV) .icebench results compose/rest-catalog/build compose/s3-counter/build compose/spark/build

@@ -1,6 +1,7 @@
 //! The versions the worker reports: the crates Cargo.lock resolved, read at build time. An iceberg
 //! crate built from source is named as built: `0.10.1+<commit>` (a git source's commit from
 //! Cargo.lock, a checkout's from ICEBENCH_ICEBERG_BUILD, which harness/services/rust_worker.py sets).
+//! And the profile it was built with (`rust-build`: `release (opt-level 3)`), as cargo ran it.
 
 use std::env;
 use std::fs;
@@ -30,6 +31,19 @@ fn as_built(version: &str, source: Option<&str>, checkout: Option<&str>) -> Stri
     }
 }
 
+/// The cargo profile (its output folder: `target/<profile>/build/<crate>-<hash>/out`) and the
+/// opt-level it compiled with.
+fn profile() -> String {
+    let out = env::var("OUT_DIR").expect("cargo sets OUT_DIR");
+    let name = std::path::Path::new(&out)
+        .ancestors()
+        .nth(3)
+        .and_then(|folder| folder.file_name())
+        .map_or_else(|| "unknown".to_string(), |name| name.to_string_lossy().into_owned());
+    let level = env::var("OPT_LEVEL").unwrap_or_else(|_| "unknown".to_string());
+    format!("{name} (opt-level {level})")
+}
+
 fn main() {
     println!("cargo:rerun-if-changed=Cargo.lock");
     println!("cargo:rerun-if-env-changed={BUILD_VARIABLE}");
@@ -55,5 +69,6 @@ fn main() {
             found.push(format!("{reported}={version}"));
         }
     }
+    found.push(format!("rust-build={}", profile()));
     println!("cargo:rustc-env=ICEBENCH_CRATE_VERSIONS={}", found.join(","));
 }

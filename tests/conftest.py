@@ -160,10 +160,10 @@ def verdict_passed() -> Callable[[object], bool | None]:
 
 
 # --- The Rust worker, built beside the suite rather than before it ----------------------------
-# A cold cargo build takes ~18 min on 2 cores: `make test` no longer waits for it. When the
-# session has Rust tests and the worker is not built, cargo starts in the background (niced) as the
-# suite starts; those tests (and every test a Rust writer parametrizes) run last, and
-# rust_worker.worker_binary() waits for the build.
+# A cold cargo build takes minutes (`make test` builds the `quick` profile: ~4 min on 2 idle cores,
+# release ~18): `make test` does not wait for it. When the session has Rust tests and the worker is
+# not built, cargo starts in the background (niced) as the suite starts; those tests (and every test
+# a Rust writer parametrizes) run last, and rust_worker.worker_binary() waits for the build.
 RUST_TESTS = ("test_rust_writers.py", "test_rust_lint.py", "test_rust_source_builds.py")
 RUST_BUILD_LOG = Path(".icebench") / "rust-worker-build.log"
 _rust_build: subprocess.Popen[bytes] | None = None

@@ -1,7 +1,7 @@
 """`make lint-rust`: rustfmt and clippy hold the Rust worker (rust/) to its conventions, and fail on a
-damaged copy of it naming the file. clippy is the worker crate's compiler in a release build of the
-worker's own cargo target folder: a copy of rust/ elsewhere compiles only the worker crate again
-(the ~540 crates under it are the worker's build's)."""
+damaged copy of it naming the file. clippy is the worker crate's compiler in the tests' build (the
+`quick` profile) of the worker's own cargo target folder: a copy of rust/ elsewhere compiles only
+the worker crate again (the ~540 crates under it are the worker's build's)."""
 
 import shutil
 import subprocess

@@ -66,7 +66,7 @@ def test_a_change_to_the_checkout_is_another_build(checkout: Path, tmp_path: Pat
     copy = tmp_path / "iceberg-rust"
     shutil.copytree(checkout, copy)
     before = rust_worker.binary_path(str(copy))
-    assert before.parent.name.startswith("iceberg-src-") and before != rust_worker.binary_path()
+    assert before.parent.name.startswith("iceberg-src") and before != rust_worker.binary_path()
     (copy / "target").mkdir()
     (copy / "target" / "junk").write_text("cargo's output is no source")
     assert rust_worker.binary_path(str(copy)) == before

@@ -24,6 +24,14 @@ def test_the_worker_does_what_the_writer_modules_declare():
         assert described["operations"][name] == [str(op) for op in writers()[name].operations]
     assert described["versions"]["iceberg-rust"] == rust_worker.pinned_version()
     assert {"iceberg-datafusion", "datafusion", "parquet-rs"} <= set(described["versions"])
+    # The profile as cargo built it, not as asked: `make test` asks for `quick`.
+    assert described["versions"]["rust-build"].startswith(f"{rust_worker.profile()} (opt-level ")
+
+
+def test_a_profile_rust_toml_does_not_declare_is_refused_naming_it(monkeypatch):
+    monkeypatch.setenv(rust_worker.PROFILE_VARIABLE, "fastest")
+    with pytest.raises(IcebenchError, match=r"ICEBENCH_RUST_PROFILE=fastest: .* no such cargo profile "):
+        rust_worker.binary_path()
 
 
 def test_writers_lists_both_with_the_upstream_issue_of_what_they_lack(capsys, cli_settings):

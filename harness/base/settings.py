@@ -25,7 +25,7 @@ WRITER_FILES_ENV = "ICEBENCH_WRITER_FILES"  # --writer-file's references, to eve
 DEFAULT_CONFIG = Path("icebench.toml")
 ENV_PREFIX = "ICEBENCH_"
 # ICEBENCH_* variables that are not settings: the config file's path, the harness box, the writer files, the
-# test suite's switch, and what the shell scripts and services of compose/ read.
+# test suite's switch, the build cache, the Rust worker's profile, what compose/'s scripts and services read.
 OTHER_VARIABLES = frozenset(
     {
         CONFIG_ENV,
@@ -34,6 +34,7 @@ OTHER_VARIABLES = frozenset(
         PARENT_ENV,
         "ICEBENCH_REQUIRE_DOCKER",
         "ICEBENCH_CACHE",
+        "ICEBENCH_RUST_PROFILE",  # the Rust worker's cargo profile (harness/services/rust_worker.py)
         "ICEBENCH_ENGINE_OWNER",
         "ICEBENCH_DOCKER_DIR",
         "ICEBENCH_DOCKERD_OPTS",

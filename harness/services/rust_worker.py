@@ -7,7 +7,8 @@ them from crates.io patched to the same (`[patch.crates-io]`), rebuilt when the 
 The worker names such a build as it is (`0.10.1+dc01193.dirty`, build.rs): what ran.
 
 `python -m harness.services.rust_worker build [VERSION]` is what `make rust-worker` runs, `... target-dir`
-prints the cargo target folder it builds in (`make lint-rust` checks there too).
+prints the cargo target folder it builds in and `... profile` the cargo profile (`make lint-rust`
+checks there, with that profile, too).
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ CACHE_VARIABLE = "ICEBENCH_CACHE"  # the build cache of the images and the REST 
 PINNED = re.compile(r'^(?P<crate>iceberg(?:-[a-z-]+)?) = "=(?P<version>[^"]+)"$', re.M)
 DESCRIBE_TIMEOUT_S = 30.0
 BUILD_VARIABLE = "ICEBENCH_ICEBERG_BUILD"  # a checkout's commit, for build.rs to name the build by
+# The cargo profile the worker is built with: `release` for benchmarks, or another that rust/Cargo.toml
+# declares (`make test` builds `quick`: the same code, a fraction of the compile). Every record names it.
+PROFILE_VARIABLE = "ICEBENCH_RUST_PROFILE"
+RELEASE = "release"
 
 
 def build_cache() -> Path:
@@ -49,6 +54,18 @@ def target_dir() -> Path:
     """cargo's target folder: every build of the worker's, and `make lint-rust`'s clippy (there it
     reuses the build's build scripts and proc-macros)."""
     return build_cache() / "rust-target"
+
+
+def profile() -> str:
+    """The cargo profile to build and run: ICEBENCH_RUST_PROFILE, one rust/Cargo.toml declares."""
+    name = os.environ.get(PROFILE_VARIABLE) or RELEASE
+    declared = {RELEASE, *tomllib.loads(_manifest()).get("profile", {})}
+    if name not in declared:
+        raise IcebenchError(
+            f"{PROFILE_VARIABLE}={name}: rust/Cargo.toml declares no such cargo profile "
+            f"(it has {', '.join(sorted(declared))})"
+        )
+    return name
 
 
 def pinned_version() -> str:
@@ -122,9 +139,9 @@ def source_digest(version: str | None = None) -> str:
 
 
 def _label(version: str | None) -> str:
-    if version is None:
-        return "pinned"
-    return f"iceberg-{version}" if _source(version) is None else "iceberg-src"
+    source = _source(version)
+    built = "pinned" if version is None else "iceberg-src" if source is not None else f"iceberg-{version}"
+    return built if profile() == RELEASE else f"{built}.{profile()}"
 
 
 def binary_path(version: str | None = None) -> Path:
@@ -176,7 +193,7 @@ def build(version: str | None = None, echo: bool = True) -> tuple[Path, float]:
     # One target folder for every release: a variant rebuilds the iceberg crates and the worker,
     # not the ~500 crates they share (a lock keeps two harnesses from swapping binaries).
     target = target_dir()
-    command = ["cargo", "build", "--release", "--manifest-path", str(project / "Cargo.toml")]
+    command = ["cargo", "build", "--profile", profile(), "--manifest-path", str(project / "Cargo.toml")]
     command += ["--locked"] if version is None else []
     environment = {**os.environ, "CARGO_TARGET_DIR": str(target)}
     if source is not None and source.kind == "folder":  # a git source's commit is in Cargo.lock
@@ -214,7 +231,7 @@ def build(version: str | None = None, echo: bool = True) -> tuple[Path, float]:
             )
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f".{BINARY}.partial")
-        shutil.copy2(target / "release" / BINARY, partial)
+        shutil.copy2(target / profile() / BINARY, partial)
         partial.replace(path)
     return path, time.perf_counter() - started
 
@@ -241,12 +258,16 @@ def describe(binary: Path) -> dict[str, dict[str, object]]:
 
 
 def main(arguments: list[str]) -> None:
-    if arguments == ["target-dir"]:
-        print(target_dir())
+    if arguments in (["target-dir"], ["profile"]):
+        try:
+            print(target_dir() if arguments[0] == "target-dir" else profile())
+        except IcebenchError as exc:
+            sys.exit(f"rust_worker: {exc}")
         return
     if not arguments or arguments[0] != "build":
         sys.exit(
-            "usage: python -m harness.services.rust_worker build [VERSION|CHECKOUT|GIT_URL] | target-dir"
+            "usage: python -m harness.services.rust_worker "
+            "build [VERSION|CHECKOUT|GIT_URL] | target-dir | profile"
         )
     version = arguments[1] if len(arguments) > 1 and arguments[1] else None
     try:

@@ -3,6 +3,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -194,6 +195,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         with RUST_BUILD_LOG.open("wb") as log:
             command = ["nice", "-n", "10", sys.executable, "-m", "harness.services.rust_worker", "build"]
             _rust_build = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)
+        # Reaped when it ends: a zombie child of the suite trips every test that lists its children.
+        threading.Thread(target=_rust_build.wait, name="rust-build-reaper", daemon=True).start()
         print(f"\nbuilding the Rust worker in the background (pid {_rust_build.pid}, log {RUST_BUILD_LOG})")
 
 

@@ -81,12 +81,16 @@ def is_loopback(ip: str) -> bool:
     return (mapped or address).is_loopback
 
 
+def is_service(process: psutil.Process) -> bool:
+    try:
+        command = " ".join(process.cmdline())
+        return process.name() == "weed" or any(marker in command for marker in SERVICE_MARKERS)
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):  # another child of the suite, just ended
+        return False
+
+
 def service_processes() -> list[psutil.Process]:
-    return [
-        p
-        for p in psutil.Process().children(recursive=True)
-        if p.name() == "weed" or any(marker in " ".join(p.cmdline()) for marker in SERVICE_MARKERS)
-    ]
+    return [p for p in psutil.Process().children(recursive=True) if is_service(p)]
 
 
 def test_services_listen_on_loopback_only_stop_afterwards_and_never_leak_secrets(

@@ -7,8 +7,7 @@ them from crates.io patched to the same (`[patch.crates-io]`), rebuilt when the 
 The worker names such a build as it is (`0.10.1+dc01193.dirty`, build.rs): what ran.
 
 `python -m harness.services.rust_worker build [VERSION]` is what `make rust-worker` runs, `... target-dir`
-prints the cargo target folder it builds in and `... profile` the cargo profile (`make lint-rust`
-checks there, with that profile, too).
+prints the cargo target folder it builds in (`make lint-rust` checks there too).
 """
 
 from __future__ import annotations
@@ -258,16 +257,12 @@ def describe(binary: Path) -> dict[str, dict[str, object]]:
 
 
 def main(arguments: list[str]) -> None:
-    if arguments in (["target-dir"], ["profile"]):
-        try:
-            print(target_dir() if arguments[0] == "target-dir" else profile())
-        except IcebenchError as exc:
-            sys.exit(f"rust_worker: {exc}")
+    if arguments == ["target-dir"]:
+        print(target_dir())
         return
     if not arguments or arguments[0] != "build":
         sys.exit(
-            "usage: python -m harness.services.rust_worker "
-            "build [VERSION|CHECKOUT|GIT_URL] | target-dir | profile"
+            "usage: python -m harness.services.rust_worker build [VERSION|CHECKOUT|GIT_URL] | target-dir"
         )
     version = arguments[1] if len(arguments) > 1 and arguments[1] else None
     try:

@@ -125,7 +125,6 @@ class Held:
 
     key: str
     metric: Metric  # the gated metric: its threshold and how it compares
-    subject: str  # the figure compared: the metric's own, or its fallback where a side lacks it
     change: float  # current / base, or current - base
     limit: float
     floored: bool
@@ -158,12 +157,7 @@ class Held:
 def _held(row: KeyComparison, gated: Metric, thresholds: GateThresholds) -> Held | None:
     """The gated figure of `gated` for the key; None when a side has no value to compare."""
     assert gated.gate is not None and gated.threshold is not None
-    subject = gated.name
-    own = row.metrics.get(subject)
-    # E.g. the kernel's peak where both sides have it; the resident peak where the isolation gave none.
-    if gated.gate.fallback and (own is None or own.base is None or own.current is None):
-        subject = gated.gate.fallback
-    change = row.metrics.get(subject)
+    change = row.metrics.get(gated.name)
     amount = change.change(gated) if change is not None else None
     if amount is None:
         return None
@@ -175,7 +169,7 @@ def _held(row: KeyComparison, gated: Metric, thresholds: GateThresholds) -> Held
         and reached.current is not None
         and reached.current < thresholds.limit(floor.name)
     )
-    return Held(row.key, gated, subject, amount, thresholds.limit(gated.threshold), floored)
+    return Held(row.key, gated, amount, thresholds.limit(gated.threshold), floored)
 
 
 def _metric_regressed(row: KeyComparison, gated: Metric, thresholds: GateThresholds) -> Regression | None:
@@ -183,11 +177,11 @@ def _metric_regressed(row: KeyComparison, gated: Metric, thresholds: GateThresho
     if held is None or not held.regressed:
         return None
     assert gated.gate is not None
-    change = row.metrics[held.subject]
+    change = row.metrics[gated.name]
     return Regression(
         key=row.key,
         kind=gated.gate.kind,
-        subject=held.subject,
+        subject=gated.name,
         base=change.base,
         current=change.current,
         change=held.change,

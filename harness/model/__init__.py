@@ -543,7 +543,6 @@ class Gate(BaseModel, frozen=True):
     kind: str  # the regression's kind in the gate's table
     limit: float
     floor: Floor | None = None
-    fallback: str | None = None  # gated instead when either side lacks this metric
 
 
 class Metric(BaseModel, frozen=True):

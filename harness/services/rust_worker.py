@@ -140,7 +140,8 @@ def source_digest(version: str | None = None) -> str:
 def _label(version: str | None) -> str:
     source = _source(version)
     built = "pinned" if version is None else "iceberg-src" if source is not None else f"iceberg-{version}"
-    return built if profile() == RELEASE else f"{built}.{profile()}"
+    cargo_profile = profile()
+    return built if cargo_profile == RELEASE else f"{built}.{cargo_profile}"
 
 
 def binary_path(version: str | None = None) -> Path:
@@ -192,7 +193,8 @@ def build(version: str | None = None, echo: bool = True) -> tuple[Path, float]:
     # One target folder for every release: a variant rebuilds the iceberg crates and the worker,
     # not the ~500 crates they share (a lock keeps two harnesses from swapping binaries).
     target = target_dir()
-    command = ["cargo", "build", "--profile", profile(), "--manifest-path", str(project / "Cargo.toml")]
+    cargo_profile = profile()
+    command = ["cargo", "build", "--profile", cargo_profile, "--manifest-path", str(project / "Cargo.toml")]
     command += ["--locked"] if version is None else []
     environment = {**os.environ, "CARGO_TARGET_DIR": str(target)}
     if source is not None and source.kind == "folder":  # a git source's commit is in Cargo.lock
@@ -230,7 +232,7 @@ def build(version: str | None = None, echo: bool = True) -> tuple[Path, float]:
             )
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f".{BINARY}.partial")
-        shutil.copy2(target / profile() / BINARY, partial)
+        shutil.copy2(target / cargo_profile / BINARY, partial)
         partial.replace(path)
     return path, time.perf_counter() - started
 

@@ -40,6 +40,7 @@ class LocalServicesStack(Stack):
     catalog_shape = {"type": "rest", "uri": "http://127.0.0.1:PORT", "warehouse": "s3://BUCKET"}  # noqa: RUF012
 
     endpoint: S3Endpoint
+    object_store: SeaweedS3Server
     counter: Counter | None = None
     catalog_uri: str
 
@@ -52,9 +53,8 @@ class LocalServicesStack(Stack):
         with ExitStack() as services:
             catalog_port = free_port() if self.seaweed_catalog else None
             counter_port = free_port()  # SeaweedFS's catalog hands it to clients in table configs
-            store = services.enter_context(
-                SeaweedS3Server(catalog_port, f"http://{LOOPBACK}:{counter_port}").running(folder)
-            )
+            self.object_store = SeaweedS3Server(catalog_port, f"http://{LOOPBACK}:{counter_port}")
+            store = services.enter_context(self.object_store.running(folder))
             # Every client, the fixture's S3FileIO included, goes through the request counter.
             self.endpoint, self.counter = services.enter_context(counting(folder, store, counter_port))
             services.enter_context(environment_variables(self.endpoint.environment()))
@@ -101,3 +101,4 @@ class LocalServicesStack(Stack):
     def release(self, run: RunCatalog, keep: bool) -> None:
         if not keep:
             purge_namespace(run, through_catalog=self.seaweed_catalog)
+            self.object_store.reclaim()

@@ -205,7 +205,8 @@ def test_release_gives_the_space_of_a_runs_files_back(services_runner, tmp_path)
 
     stack.release(run, keep=False)
 
-    assert written - _folder_bytes(volumes) > 48 * 2**20, (written, _folder_bytes(volumes))
+    left = _folder_bytes(volumes)
+    assert written - left > 48 * 2**20, (written, left)
 
 
 def _folder_bytes(folder):

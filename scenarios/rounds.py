@@ -1,13 +1,17 @@
 """The rounds workload's phases: each a run on the table the writer under test has written in
 every phase before it (LST-Bench longevity, Onehouse lake-loader style).
 
-Round N works on sets of its own keys: `round-N` and its change set `round-N-changes`
-(generators/datasets.py). A phase is one operation of the writer:
-- append: adds round-N's rows;
-- upsert: applies round-N's change set (updates of round-N's keys, new keys above them);
-- replace: the table becomes round-N's rows alone; every earlier row must be gone.
-What the table must hold is tracked as blocks, one per round present, so the oracle judges the
-table after every phase; a phase that failed must have left the table as it was.
+Each append works on a set of its own keys, a block: `round-B` (generators/datasets.py), B
+counting the appends of every round so far (a round may append several times, as a real day of
+loads does); the other phases work on the round's last block. A phase is one operation of the
+writer:
+- append: adds the next block's rows;
+- upsert: applies the block's change set `round-B-changes` (updates of its keys, new keys above);
+- replace: the table becomes the block's rows alone; every earlier row must be gone;
+or a maintenance step by a maintainer (harness/engines/maintainers/) on the table the writer left:
+- compact, expire, orphans: the table's rows must stay as they were (harness/judge/maintenance.py).
+What the table must hold is tracked as blocks, so the oracle judges the table after every phase;
+a phase that failed must have left the table as it was.
 """
 
 from __future__ import annotations
@@ -20,31 +24,45 @@ from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.table import Table
 
 from generators.datasets import round_changes, round_set
-from harness.model import PLAIN_LAYOUT, ROUND_PHASES, Expectation, KeyRanges, Operation, TableLayout
+from harness.engines.maintainers import get_maintainer
+from harness.engines.writers.base import Writer
+from harness.judge.maintenance import maintenance_checks
+from harness.judge.oracle import Evidence
+from harness.model import (
+    PLAIN_LAYOUT,
+    ROUND_PHASES,
+    Check,
+    Expectation,
+    KeyRanges,
+    Maintenance,
+    Operation,
+    TableLayout,
+    WorkerEnd,
+)
 from scenarios.base import DataSets, Scenario, expect_both, expect_empty, expect_set, expect_upserted
 
 TABLE_NAME = "rounds"
 
-# What of round N the table holds: its set, its set with its change set applied, or (an upsert on
+# What of block B the table holds: its set, its set with its change set applied, or (an upsert on
 # a table without its set) the change set's rows alone.
 Block = Literal["set", "upserted", "changes"]
 
 
 @dataclass
 class RoundsTable:
-    """The table the workload must have made so far: a block per round present."""
+    """The table the workload must have made so far: what it holds of each block present."""
 
     blocks: dict[int, Block] = field(default_factory=dict)
 
-    def after(self, phase: str, round_number: int) -> RoundsTable:
-        """The table once `phase` of round `round_number` has succeeded."""
+    def after(self, phase: str, block: int) -> RoundsTable:
+        """The table once `phase` on block `block` has succeeded (a maintenance step keeps it)."""
         if phase == "replace":
-            return RoundsTable({round_number: "set"})
+            return RoundsTable({block: "set"})
         blocks = dict(self.blocks)
         if phase == "append":
-            blocks[round_number] = "set"
-        else:  # upsert
-            blocks[round_number] = "upserted" if round_number in blocks else "changes"
+            blocks[block] = "set"
+        elif phase == "upsert":
+            blocks[block] = "upserted" if block in blocks else "changes"
         return RoundsTable(blocks)
 
     def expectation(self, sets: DataSets) -> Expectation:
@@ -54,13 +72,13 @@ class RoundsTable:
         return expected
 
 
-def _block_expectation(sets: DataSets, round_number: int, block: Block) -> Expectation:
+def _block_expectation(sets: DataSets, number: int, block: Block) -> Expectation:
     if block == "set":
-        return expect_set(sets[round_set(round_number)])
-    changes = sets[round_changes(round_number)]
+        return expect_set(sets[round_set(number)])
+    changes = sets[round_changes(number)]
     if block == "changes":
         return expect_set(changes)
-    return expect_upserted(sets[round_set(round_number)], changes)
+    return expect_upserted(sets[round_set(number)], changes)
 
 
 def subtract_ranges(ranges: KeyRanges, removed: KeyRanges) -> KeyRanges:
@@ -85,16 +103,28 @@ class RoundPhase(Scenario):
     among the matrix's scenarios."""
 
     name = "rounds"
-    description = "phases of N rounds (append, upsert, replace) on a table the writer wrote itself"
+    description = "phases of N rounds (append, upsert, replace, maintenance) on a table the writer wrote"
     listed: ClassVar[bool] = False
     operation = Operation.APPEND  # per instance: the phase's
 
-    def __init__(self, phase: str, round_number: int, table: RoundsTable) -> None:
+    def __init__(
+        self,
+        phase: str,
+        round_number: int,
+        table: RoundsTable,
+        block: int | None = None,
+        maintainer: str = "",
+    ) -> None:
         self.phase = phase
         self.round_number = round_number
+        self.block = round_number if block is None else block
         self.operation = ROUND_PHASES[phase]  # the class's default, made this phase's
-        self.source_set = round_changes(round_number) if phase == "upsert" else round_set(round_number)
+        # A maintenance step reads no source: its set names the rows and columns of its record.
+        self.source_set = round_changes(self.block) if phase == "upsert" else round_set(self.block)
         self.before = table
+        self.maintainer = maintainer
+        if isinstance(self.operation, Maintenance) and not maintainer:
+            raise ValueError(f"the {phase} phase needs a maintainer")
 
     def prepare(
         self, catalog: Catalog, namespace: str, sets: DataSets, layout: TableLayout = PLAIN_LAYOUT
@@ -106,7 +136,17 @@ class RoundPhase(Scenario):
             return super().prepare(catalog, namespace, sets, layout)
 
     def after(self) -> RoundsTable:
-        return self.before.after(self.phase, self.round_number)
+        return self.before.after(self.phase, self.block)
+
+    def unsupported_reason(self, writer: type[Writer]) -> str | None:
+        if isinstance(self.operation, Maintenance):
+            return get_maintainer(self.maintainer).unsupported_reason(self.operation)
+        return super().unsupported_reason(writer)
+
+    def outcome_checks(self, evidence: Evidence, ends: list[WorkerEnd], sets: DataSets) -> list[Check]:
+        if isinstance(self.operation, Maintenance):
+            return maintenance_checks(evidence, self.operation, self.maintainer)
+        return super().outcome_checks(evidence, ends, sets)
 
     def expected_before(self, sets: DataSets) -> Expectation:
         return self.before.expectation(sets)

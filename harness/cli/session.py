@@ -14,6 +14,7 @@ from harness.base.results import ResultsStore, environment
 from harness.base.settings import Settings, check_engines
 from harness.cli import output
 from harness.cli.output import RichEvents, print_report, print_results
+from harness.engines.maintainers import maintainers
 from harness.engines.verifiers import get_verifier, verifiers
 from harness.engines.writers import writers
 from harness.model import EngineOptions, RunRecord
@@ -25,9 +26,9 @@ from reports.verdict import require_passed
 
 
 def check_plugins(settings: Settings) -> None:
-    """The engine options against the plug-ins' option models, and the verifier: what needs the
-    plug-ins loaded."""
-    plugins = [*writers().values(), *verifiers().values()]
+    """The engine options against the plug-ins' option models (writers', verifiers', maintainers'),
+    and the verifier: what needs the plug-ins loaded."""
+    plugins = [*writers().values(), *verifiers().values(), *maintainers().values()]
     models: dict[str, type[EngineOptions]] = {
         plugin.options.engine: plugin.options for plugin in plugins if plugin.options.engine
     }

@@ -13,9 +13,10 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
@@ -31,8 +32,19 @@ from harness.base.progress import ProgressFile
 from harness.base.results import write_whole
 from harness.base.settings import validate_options
 from harness.engines.fileio import file_io_label
-from harness.engines.writers import StepTimer, WriteJob, get_writer
-from harness.model import SIGKILL_EXIT_CODES, ErrorKind, KillNote, KillPoint, WorkerResult, WorkerSpec
+from harness.engines.maintainers import Maintainer, MaintenanceJob, get_maintainer
+from harness.engines.writers import StepTimer, WriteJob, Writer, get_writer
+from harness.model import (
+    SIGKILL_EXIT_CODES,
+    EngineOptions,
+    ErrorKind,
+    KillNote,
+    KillPoint,
+    Maintenance,
+    Operation,
+    WorkerResult,
+    WorkerSpec,
+)
 
 EXIT_AS_SIGKILLED = SIGKILL_EXIT_CODES[1]  # what a shell or a container reports for a SIGKILLed process
 
@@ -177,29 +189,27 @@ def _classify(exc: BaseException) -> ErrorKind:
 
 
 def run(spec: WorkerSpec) -> WorkerResult:
-    writer = get_writer(spec.writer)()
-    result = WorkerResult(status="ok", versions=writer.versions())
+    """The writer's operation, or the maintainer's step (spec.maintainer), timed and reported."""
+    engine = get_maintainer(spec.maintainer)() if spec.maintainer else get_writer(spec.writer)()
+    owner = f"maintainer {spec.maintainer}" if spec.maintainer else f"writer {spec.writer}"
+    result = WorkerResult(status="ok", versions=engine.versions())
     timer = StepTimer()
     retries = CommitRetries()
     logging.getLogger("pyiceberg").addHandler(retries)
     try:
-        options = validate_options(writer.options, spec.writer_options, f"writer {spec.writer}")
+        options = validate_options(engine.options, spec.writer_options, owner)
         table = load_catalog("icebench", **spec.catalog).load_table(spec.table)
-        if writer.writes_through_pyiceberg_io():
-            result.file_io = file_io_label(table.io)
-        source = CountedSource.open(spec.source_dir, spec.batch_rows, spec.limit_rows)
-        check_schema(source, table, spec.table)
-        result.batches = source.batch_count
-        if spec.progress_path is not None:
-            source = dataclasses.replace(source, progress=ProgressFile(spec.progress_path, source.rows))
-        if spec.kill_at is not None:
-            timer = killing_timer(spec, result, table, source)
+        if isinstance(engine, Maintainer):
+            assert isinstance(spec.operation, Maintenance), "a maintainer takes maintenance steps"
+            job = MaintenanceJob(table, spec.operation, spec.batch_rows, spec.cap_bytes, options)
+            work = partial(engine.maintain, job, timer)
+        else:
+            work, timer = _write(spec, engine, table, options, result, timer)
         spec.started_marker.touch()
         if spec.rendezvous is not None:
             spec.rendezvous.arrive()
         start = time.perf_counter()
-        job = WriteJob(table, source, spec.operation, spec.key_columns, spec.cap_bytes, options)
-        writer.write(job, timer)
+        work()
         result.write_s = time.perf_counter() - start
         if isinstance(timer, KillingStepTimer):  # still alive: the point never came
             result.kill_missed = timer.missed()
@@ -207,9 +217,33 @@ def run(spec: WorkerSpec) -> WorkerResult:
         traceback.print_exc()
         result.status, result.error, result.error_kind = "error", one_line(exc), _classify(exc)
     result.step_latencies_s, result.commit_latencies_s = timer.steps, timer.commits
-    result.commit_retries = retries.count if writer.pyiceberg_commits else None
+    result.commit_retries = retries.count if engine.pyiceberg_commits else None
     result.peak_rss_bytes = peak_rss_bytes()
     return result
+
+
+def _write(
+    spec: WorkerSpec,
+    writer: Writer,
+    table: Table,
+    options: EngineOptions,
+    result: WorkerResult,
+    timer: StepTimer,
+) -> tuple[Callable[[], None], StepTimer]:
+    """The writer's operation on the source, ready to run, and the timer it reports to (a killing
+    one where the scenario asks for a kill point)."""
+    assert isinstance(spec.operation, Operation), "a writer takes write operations"
+    if writer.writes_through_pyiceberg_io():
+        result.file_io = file_io_label(table.io)
+    source = CountedSource.open(spec.source_dir, spec.batch_rows, spec.limit_rows)
+    check_schema(source, table, spec.table)
+    result.batches = source.batch_count
+    if spec.progress_path is not None:
+        source = dataclasses.replace(source, progress=ProgressFile(spec.progress_path, source.rows))
+    if spec.kill_at is not None:
+        timer = killing_timer(spec, result, table, source)
+    job = WriteJob(table, source, spec.operation, spec.key_columns, spec.cap_bytes, options)
+    return partial(writer.write, job, timer), timer
 
 
 def killing_timer(

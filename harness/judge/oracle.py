@@ -17,8 +17,6 @@ files listed once and present, nothing unreachable left after a success.
 
 from __future__ import annotations
 
-import math
-import zlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,11 +25,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from pyarrow import fs as pafs
-from pyiceberg.io.pyarrow import PyArrowFileIO, _ConvertToIcebergWithoutIDs, visit_pyarrow
+from pyiceberg.io.pyarrow import _ConvertToIcebergWithoutIDs, visit_pyarrow
 from pyiceberg.manifest import DataFileContent
 from pyiceberg.schema import Schema
-from pyiceberg.serializers import FromInputFile
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructType
@@ -40,6 +36,7 @@ from generators.checksum import Checksum, differing_forms
 from generators.keys import expected_keys
 from harness.base.known_issues import match_known_issue
 from harness.base.reasons import counted, first_few, short_path, short_reason
+from harness.base.table_files import TableFiles, list_files, table_files
 from harness.engines.verifiers import PRIMARY, Verifier, VerifierFailed, equality_delete_readers
 from harness.judge.difference import (
     first_difference,
@@ -64,9 +61,6 @@ from harness.judge.statistics import primitive_columns, stats_problems
 from harness.model import PLAIN_LAYOUT, Check, EngineOptions, Expectation, KeyRanges, TableLayout, Verdict
 
 OPERATION_COMPLETED = "operation_completed"
-# Hadoop's ChecksumFileSystem `.NAME.crc`: magic, then the bytes per checksum as a 4-byte int.
-HADOOP_CRC_MAGIC = b"crc\x00"
-HADOOP_CRC_HEADER = 8
 # pyiceberg's own refusal of equality deletes links this issue.
 EQUALITY_DELETES_UPSTREAM = "apache/iceberg#6568"
 
@@ -82,8 +76,10 @@ class TableState:
     committed_metadata: set[str] = field(default_factory=set)
     # The current snapshot's summary (totals of files and records, what its commit added and deleted).
     summary: dict[str, str] = field(default_factory=dict)
-    # Data file entries the current snapshot's manifests list (a path listed twice counts twice).
+    # Data file entries the current snapshot's manifests list (a path listed twice counts twice),
+    # and the bytes they state.
     data_file_entries: int = 0
+    data_file_bytes: int = 0
 
     def commits_since(self, before: TableState) -> int:
         """Catalog commits between `before` and this state (a failed attempt's file is not one)."""
@@ -96,22 +92,22 @@ def capture_state(table: Table) -> TableState:
     return TableState(
         snapshot_ids={snapshot.snapshot_id for snapshot in table.snapshots()},
         current_snapshot_id=current.snapshot_id if current else None,
-        metadata_files=_list_files(table, f"{table.location()}/metadata"),
+        metadata_files=list_files(table, f"{table.location()}/metadata"),
         committed_metadata={entry.metadata_file for entry in table.metadata.metadata_log}
         | {table.metadata_location},
         summary=_summary(current),
-        data_file_entries=_data_file_entries(table, current),
+        **_data_file_entries(table, current),
     )
 
 
-def _data_file_entries(table: Table, snapshot: Snapshot | None) -> int:
-    if snapshot is None:
-        return 0
-    return sum(
-        entry.data_file.content == DataFileContent.DATA
-        for manifest in snapshot.manifests(table.io)
+def _data_file_entries(table: Table, snapshot: Snapshot | None) -> dict[str, int]:
+    sizes = [
+        entry.data_file.file_size_in_bytes
+        for manifest in (snapshot.manifests(table.io) if snapshot else [])
         for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True)
-    )
+        if entry.data_file.content == DataFileContent.DATA
+    ]
+    return {"data_file_entries": len(sizes), "data_file_bytes": sum(sizes)}
 
 
 def _summary(snapshot: Snapshot | None) -> dict[str, str]:
@@ -120,90 +116,18 @@ def _summary(snapshot: Snapshot | None) -> dict[str, str]:
     return {"operation": str(snapshot.summary.operation.value), **snapshot.summary.additional_properties}
 
 
-def orphan_files(table: Table) -> dict[str, int]:
-    """Files under the table's location that none of its metadata reaches (path -> bytes).
-
-    Reachable: the current and logged metadata files, statistics files, every snapshot's
-    manifest list, its manifests, and every file their entries name (deleted entries too).
-    What is left was written by a writer that never committed it: reported, never deleted.
-    """
-    metadata = table.metadata
-    reachable = committed_metadata(table)
-    statistics = [*metadata.statistics, *metadata.partition_statistics]
-    reachable.update(stats.statistics_path for stats in statistics)
-    for snapshot in metadata.snapshots:
-        reachable.add(snapshot.manifest_list)
-        for manifest in snapshot.manifests(table.io):
-            if manifest.manifest_path in reachable:  # shared by later snapshots: read it once
-                continue
-            reachable.add(manifest.manifest_path)
-            entries = manifest.fetch_manifest_entry(table.io, discard_deleted=False)
-            reachable.update(entry.data_file.file_path for entry in entries)
-    # Compared as the filesystem lists them (no scheme; bucket/key on S3).
-    listed_as = {PyArrowFileIO.parse_location(path)[2] for path in reachable}
-    files = _list_files(table, table.location())
-    orphans = {path: size for path, size in files.items() if path not in listed_as}
-    genuine = _hadoop_checksums(table, files, orphans)
-    return {path: size for path, size in orphans.items() if path not in genuine}
-
-
-def committed_metadata(table: Table) -> set[str]:
-    """Every metadata file the table has been at. The log holds only the last
-    `write.metadata.previous-versions-max` (100 by default); older ones, kept on disk unless
-    `write.metadata.delete-after-commit.enabled`, are found in the log of the oldest one listed,
-    and so on back: committed, they are no orphans."""
-    log = table.metadata.metadata_log
-    committed = {table.metadata_location, *(entry.metadata_file for entry in log)}
-    while log:
-        try:
-            log = FromInputFile.table_metadata(table.io.new_input(log[0].metadata_file)).metadata_log
-        except FileNotFoundError:  # deleted after commit: nothing older is left either
-            break
-        log = [entry for entry in log if entry.metadata_file not in committed]
-        committed.update(entry.metadata_file for entry in log)
-    return committed
-
-
-def _hadoop_checksums(table: Table, files: dict[str, int], orphans: dict[str, int]) -> set[str]:
-    """The `.NAME.crc` files that are Hadoop checksum files of a reachable NAME beside them: Hadoop's
-    local filesystem (Spark's writes) puts one beside every file it writes, so such a pair is one
-    file. Judged by content, not name: any other `.crc` stays an orphan."""
-    genuine = set()
-    for path in orphans:
-        folder, _, name = path.rpartition("/")
-        if not (name.startswith(".") and name.endswith(".crc")):
-            continue
-        checked = f"{folder}/{name[1 : -len('.crc')]}"
-        if checked in files and checked not in orphans and _is_hadoop_checksum(table, path, files, checked):
-            genuine.add(path)
-    return genuine
-
-
-def _is_hadoop_checksum(table: Table, path: str, files: dict[str, int], checked: str) -> bool:
-    """Hadoop ChecksumFileSystem's format: `crc\\0`, the bytes per checksum (4, big-endian), then
-    one CRC32 per chunk of the file. Header, size and the first chunk's CRC are checked."""
-    filesystem = _filesystem(table, path)
-    with filesystem.open_input_stream(path) as stream:
-        head = stream.read(HADOOP_CRC_HEADER + 4)
-    if len(head) < HADOOP_CRC_HEADER or head[:4] != HADOOP_CRC_MAGIC:
-        return False
-    chunk = int.from_bytes(head[4:HADOOP_CRC_HEADER], "big")
-    if chunk <= 0 or files[path] != HADOOP_CRC_HEADER + 4 * math.ceil(files[checked] / chunk):
-        return False
-    if files[checked] == 0:
-        return True
-    with filesystem.open_input_stream(checked) as stream:
-        first = stream.read(chunk)
-    return int.from_bytes(head[HADOOP_CRC_HEADER:], "big") == zlib.crc32(first)
-
-
 def table_metrics(before: TableState, after: TableState, content: TableContent) -> dict[str, Any]:
     new_metadata = {
         path: size for path, size in after.metadata_files.items() if path not in before.metadata_files
     }
     return {
         "snapshots_added": len(after.snapshot_ids - before.snapshot_ids),
+        "snapshots_removed": len(before.snapshot_ids - after.snapshot_ids),
+        "snapshots": len(after.snapshot_ids),
         "data_files": len(content.data_files),
+        "data_bytes": sum(facts.listed.file_size_in_bytes for facts in content.files),
+        "data_files_before": before.data_file_entries,
+        "data_bytes_before": before.data_file_bytes,
         "manifests": content.manifests,
         "metadata_files": sum(path.endswith(".metadata.json") for path in new_metadata),
         "metadata_bytes": sum(new_metadata.values()),
@@ -260,11 +184,13 @@ def judge(
     content = read_content(table, keys=expected_keys(expected))
     metrics = table_metrics(before, after, content) | full_scan_figures(table, content)
     metrics |= partition_figures(table, content)
-    orphans = orphan_files(table)
+    files = table_files(table)
+    orphans = files.orphans
     metrics.update(orphan_files=len(orphans), orphan_bytes=sum(orphans.values()))
     options = verifier_options or (verifier.options() if verifier else EngineOptions())
     checks, judged_by = _visible_content_checks(table, content, expected, verifier, options, equality_reader)
     checks += _file_checks(table, content)
+    checks.append(live_files_check(files))
     checks.append(partition_check(table, content))
     if expected_schema is not None:
         checks.append(schema_check(table, expected_schema, content))
@@ -773,6 +699,29 @@ def _file_checks(table: Table, content: TableContent) -> list[Check]:
     ]
 
 
+LIVE_FILES_CHECK = "live_snapshot_files_exist"
+
+
+def live_files_check(files: TableFiles) -> Check:
+    """Every snapshot still in the metadata must stay readable: its manifest list, its manifests and
+    the data and delete files they list as added or existing must exist. Expiring a snapshot is
+    what frees its files; deleting one while a snapshot names it breaks the table (time travel,
+    incremental reads, a rollback)."""
+    missing = files.missing
+    return Check.holds(
+        LIVE_FILES_CHECK,
+        not missing,
+        lambda: first_few(
+            [
+                f"{short_path(path)}, needed by snapshot {snapshot}, is missing"
+                for path, snapshot in missing.items()
+            ]
+        ),
+        expected=0,
+        actual={"missing": len(missing), "snapshots": len(set(missing.values()))},
+    )
+
+
 def _checksum_equal(expected: str, actual: str) -> Check:
     """content_checksum: the whole checksums compared and recorded, their short forms in the reason."""
     return Check.equal(
@@ -790,19 +739,3 @@ def count_in_ranges(sorted_keys: np.ndarray, ranges: KeyRanges) -> int:
             for lo, hi in ranges
         )
     )
-
-
-def _filesystem(table: Table, uri: str) -> pafs.FileSystem:
-    """The table's own FileIO configuration's filesystem, so local folders and S3 read alike."""
-    scheme, netloc, _ = PyArrowFileIO.parse_location(uri if "://" in uri else table.location())
-    if not isinstance(table.io, PyArrowFileIO):
-        raise TypeError(f"reading {uri} needs pyiceberg's PyArrowFileIO, not {type(table.io).__name__}")
-    return table.io.fs_by_scheme(scheme, netloc)
-
-
-def _list_files(table: Table, uri: str) -> dict[str, int]:
-    """Through the table's own FileIO configuration, so local folders and S3 list alike."""
-    path = PyArrowFileIO.parse_location(uri)[2]
-    filesystem = _filesystem(table, uri)
-    selector = pafs.FileSelector(path, recursive=True, allow_not_found=True)
-    return {info.path: info.size for info in filesystem.get_file_info(selector) if info.is_file}

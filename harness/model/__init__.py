@@ -35,12 +35,23 @@ class Operation(StrEnum):
     UPSERT = "upsert"
 
 
-# The rounds workload's phases (harness/run/rounds.py) in a round's default order, each its operation.
-ROUND_PHASES: dict[str, Operation] = {
+class Maintenance(StrEnum):
+    """What a maintenance phase of the rounds workload does to the table a writer left
+    (harness/engines/maintainers/): the data it holds never changes."""
+
+    COMPACT = "compact"  # small data files rewritten into files of the target size: one `replace` snapshot
+    EXPIRE = "expire"  # snapshots but the newest expired, the files only they reached deleted
+    ORPHANS = "orphans"  # files under the table's location that no metadata reaches, deleted
+
+
+# The rounds workload's phases (harness/run/rounds.py), each its operation or maintenance step.
+ROUND_PHASES: dict[str, Operation | Maintenance] = {
     "append": Operation.APPEND,
     "upsert": Operation.UPSERT,
     "replace": Operation.REPLACE,
+    **{step.value: step for step in Maintenance},
 }
+DEFAULT_ROUND_PHASES = ("append", "upsert", "replace")
 
 
 class EngineOptions(BaseModel):
@@ -197,9 +208,12 @@ class WorkerSpec(BaseModel):
     catalog: dict[str, str]
     table: str
     writer: str
-    operation: Operation
+    operation: Operation | Maintenance
     key_columns: list[str]
     source_dir: Path
+    # A maintenance step's engine (harness/engines/maintainers/): it runs instead of the writer,
+    # on the table the writer left, and reads no source.
+    maintainer: str | None = None
     batch_rows: int
     limit_rows: int | None = None
     cap_bytes: int | None = None
@@ -253,7 +267,7 @@ class Feed(BaseModel):
 
     name: str  # "" for a run's only worker; a, b, ... for a concurrent scenario's
     source_set: str
-    operation: Operation
+    operation: Operation | Maintenance
 
 
 class WorkerFigures(BaseModel):
@@ -301,7 +315,7 @@ class WorkerOutcome(WorkerFigures):
 
     name: str  # a, b, ... ("" for a run's only worker)
     source_set: str  # the generated set it was fed
-    operation: Operation | None = None  # None: written before workers said what they did
+    operation: Operation | Maintenance | None = None  # None: written before workers said what they did
     rows: int
     commit_retries: int | None = None  # pyiceberg's retries after commit conflicts (None: not counted)
 
@@ -337,6 +351,7 @@ class RunRecord(WorkerFigures):
     # writer has written in every earlier phase. None for the matrix's runs.
     round: int | None = None
     phase: str | None = None
+    maintainer: str | None = None  # a maintenance phase's engine (the writer is the table's)
     stack: str
     operation: str
     rows: int | None = None
@@ -344,7 +359,13 @@ class RunRecord(WorkerFigures):
     columns: int | None = None
     batch_rows: int
     snapshots_added: int | None = None
+    snapshots_removed: int | None = None  # expired: in the metadata before the run, not after
+    snapshots: int | None = None  # in the metadata after the run
     data_files: int | None = None
+    data_bytes: int | None = None  # the current snapshot's data files' bytes
+    # The current snapshot's data files and their bytes before the run (a maintenance step's gain).
+    data_files_before: int | None = None
+    data_bytes_before: int | None = None
     manifests: int | None = None
     metadata_files: int | None = None
     metadata_bytes: int | None = None

@@ -15,7 +15,7 @@ from harness.base.caps import ByteSize
 from harness.base.config_file import Flag, read_table
 from harness.base.errors import IcebenchError
 from harness.base.layout_text import parse_layout, parse_partition, parse_property, parse_sort
-from harness.model import ROUND_PHASES, TableLayout
+from harness.model import DEFAULT_ROUND_PHASES, ROUND_PHASES, Maintenance, TableLayout
 
 if TYPE_CHECKING:  # annotations only: settings load pydantic-settings, which the CLI's help need not
     from harness.base.settings import Settings
@@ -48,7 +48,44 @@ class Axes(BaseModel):
         list[str], Flag("--writers", "comma-separated writers (default: the workload's own)", names="writer")
     ] = Field(default_factory=list)
 
+    # The layout axis (harness/base/layout_text.py): a table per partitioning ("" / "none":
+    # unpartitioned), each with the same sort order and table properties.
+    partitions: Annotated[
+        list[str],
+        Flag(
+            "--partition",
+            "partition the table: day(ts), bucket[16](id) or bucket(16, id), truncate[4](name), a column; "
+            "several fields comma-separated; 'none' unpartitioned; given again, another table",
+            metavar="SPEC",
+            repeated=True,
+            check=parse_partition,
+        ),
+    ] = Field(default_factory=lambda: [""])
+    sort: Annotated[
+        str,
+        Flag(
+            "--sort", "the table's sort order, e.g. 'c001_int32 desc'", metavar="COL[,COL]", check=parse_sort
+        ),
+    ] = ""
+    table_properties: Annotated[
+        list[str],
+        Flag(
+            "--table-property",
+            "a table property, e.g. write.target-file-size-bytes=134217728, format-version=1",
+            metavar="KEY=VALUE",
+            repeated=True,
+            check=parse_property,
+        ),
+    ] = Field(default_factory=list)
     _split = field_validator("writers", mode="before")(comma_separated)
+
+    def layouts(self) -> list[TableLayout]:
+        """The tables each pair runs on, one per partitioning (one-line error for a bad spelling)."""
+        return list(
+            dict.fromkeys(
+                parse_layout(spec, self.sort, self.table_properties) for spec in self.partitions or [""]
+            )
+        )
 
 
 class MatrixConfig(Axes):
@@ -91,35 +128,6 @@ class MatrixConfig(Axes):
     whole_set: bool = Field(
         True, description="each pair also on its whole set (icebench scale: only the axis)"
     )
-    # The layout axis (harness/base/layout_text.py): a table per partitioning ("" / "none":
-    # unpartitioned), each with the same sort order and table properties.
-    partitions: Annotated[
-        list[str],
-        Flag(
-            "--partition",
-            "partition the table: day(ts), bucket[16](id) or bucket(16, id), truncate[4](name), a column; "
-            "several fields comma-separated; 'none' unpartitioned; given again, another table",
-            metavar="SPEC",
-            repeated=True,
-            check=parse_partition,
-        ),
-    ] = Field(default_factory=lambda: [""])
-    sort: Annotated[
-        str,
-        Flag(
-            "--sort", "the table's sort order, e.g. 'c001_int32 desc'", metavar="COL[,COL]", check=parse_sort
-        ),
-    ] = ""
-    table_properties: Annotated[
-        list[str],
-        Flag(
-            "--table-property",
-            "a table property, e.g. write.target-file-size-bytes=134217728, format-version=1",
-            metavar="KEY=VALUE",
-            repeated=True,
-            check=parse_property,
-        ),
-    ] = Field(default_factory=list)
     # The cap axis: each pair under each cap (empty: the settings' one cap); --memory 2g,4g.
     memory: list[ByteSize] = Field(default_factory=list)
     # Bisect the smallest cap each pair survives (harness/run/find_cap.py), below the largest cap.
@@ -133,14 +141,6 @@ class MatrixConfig(Axes):
     _split_matrix = field_validator("presets", "scenarios", "scale_writers", "memory", mode="before")(
         comma_separated
     )
-
-    def layouts(self) -> list[TableLayout]:
-        """The tables each pair runs on, one per partitioning (one-line error for a bad spelling)."""
-        return list(
-            dict.fromkeys(
-                parse_layout(spec, self.sort, self.table_properties) for spec in self.partitions or [""]
-            )
-        )
 
     def caps(self, settings: Settings) -> list[int]:
         """The caps each pair runs under, smallest first."""
@@ -187,8 +187,21 @@ class RoundsConfig(Axes):
         5, ge=2, le=100, description="at least two: the degradation rate compares rounds"
     )
     phases: Annotated[
-        list[str], Flag("--phases", f"comma-separated, in a round's order (default {','.join(ROUND_PHASES)})")
-    ] = Field(default_factory=lambda: list(ROUND_PHASES), description="in order, each round")
+        list[str],
+        Flag(
+            "--phases",
+            f"comma-separated, in a round's order, repeats allowed (default {','.join(DEFAULT_ROUND_PHASES)}"
+            f"; maintenance: {', '.join(Maintenance)})",
+        ),
+    ] = Field(default_factory=lambda: list(DEFAULT_ROUND_PHASES), description="in order, each round")
+    maintainer: Annotated[
+        str,
+        Flag(
+            "--maintainer",
+            "the engine of the maintenance phases (default: each writer's own)",
+            metavar="NAME",
+        ),
+    ] = ""
 
     _split_phases = field_validator("phases", mode="before")(comma_separated)
 
@@ -196,32 +209,51 @@ class RoundsConfig(Axes):
     @classmethod
     def _known_phases(cls, value: list[str]) -> list[str]:
         unknown = [phase for phase in value if phase not in ROUND_PHASES]
-        if unknown or not value or len(set(value)) < len(value):
+        if unknown or not value:
             raise ValueError(
-                f"phases are distinct names from {', '.join(ROUND_PHASES)}, in the order of a round; "
-                f"got {value}"
+                f"phases are names from {', '.join(ROUND_PHASES)}, in the order of a round; got {value}"
             )
+        if all(isinstance(ROUND_PHASES[phase], Maintenance) for phase in value):
+            raise ValueError(f"a round needs a phase that writes (append, upsert or replace); got {value}")
         if "append" in value and value[0] != "append":
             # an append after the round's upsert or replace would add its keys a second time
             raise ValueError(f"a round that appends appends first; got {value}")
         return value
+
+    def blocks(self) -> list[int]:
+        """Each phase's block, round after round: every append a block of its own (generators'
+        `round-B` set), every other phase the round's last one."""
+        numbers: list[int] = []
+        appended = 0
+        for round_number in range(1, self.rounds + 1):
+            last = appended if "append" in self.phases else round_number
+            for phase in self.phases:
+                if phase == "append":
+                    appended += 1
+                    last = appended
+                numbers.append(last)
+        return numbers
 
     def resolved(self) -> RoundsConfig:
         """Every name checked: a one-line error for an unknown preset or writer; no writers named:
         the rounds' own."""
         from harness.run.plugins import check_names, with_file_writers  # the registries
 
-        check_names(presets=[self.preset], writers=self.writers)
+        maintainers = [self.maintainer] if self.maintainer else []
+        check_names(presets=[self.preset], writers=self.writers, maintainers=maintainers)
         return self.model_copy(update={"writers": with_file_writers(self.writers or DEFAULT_ROUNDS_WRITERS)})
 
     def set_names(self) -> list[str]:
-        """The sets the rounds feed and judge with: each round's set and, with upserts, its change set."""
+        """The sets the rounds feed and judge with: each block's set and, for the blocks upserted,
+        their change sets."""
         from generators.datasets import round_changes, round_set  # numpy and pyarrow: on use
 
-        names = [round_set(n) for n in range(1, self.rounds + 1)]
-        if "upsert" in self.phases:
-            names += [round_changes(n) for n in range(1, self.rounds + 1)]
-        return names
+        blocks = self.blocks()
+        phases = self.phases * self.rounds
+        upserted = [block for block, phase in zip(blocks, phases, strict=True) if phase == "upsert"]
+        return [round_set(n) for n in range(1, max(blocks) + 1)] + [
+            round_changes(n) for n in dict.fromkeys(upserted)
+        ]
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from generators.presets import get_preset
 from harness.base.errors import IcebenchError
+from harness.engines.maintainers import get_maintainer
 from harness.engines.writers import file_writers, get_writer, writers
 from scenarios import get_scenario, scenarios
 
@@ -38,9 +39,14 @@ def default_scenarios() -> list[str]:
 
 
 def check_names(
-    presets: Sequence[str] = (), scenarios: Sequence[str] = (), writers: Sequence[str] = ()
+    presets: Sequence[str] = (),
+    scenarios: Sequence[str] = (),
+    writers: Sequence[str] = (),
+    maintainers: Sequence[str] = (),
 ) -> None:
     """Every name known, else a one-line error naming it (with a near miss, if any)."""
+    for name in maintainers:
+        get_maintainer(name)
     for name in presets:
         get_preset(name)
     for name in scenarios:

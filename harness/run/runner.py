@@ -28,13 +28,15 @@ from harness.base.progress import ProgressReport, read_progress, watching
 from harness.base.results import ResultsStore, now_iso, read_report
 from harness.base.settings import Settings
 from harness.base.signals import signals_held
+from harness.base.table_files import orphan_files
 from harness.engines.availability import unavailable_in
 from harness.engines.choices import file_io_impl
+from harness.engines.maintainers import Maintainer, get_maintainer
 from harness.engines.spark import DEFAULT_ICEBERG_SPARK, ICEBERG_SPARK_VARIABLE, fetch_jars, spark_line
 from harness.engines.verifiers import Verifier, equality_delete_readers, get_verifier
 from harness.engines.writers import Writer, get_writer, writer_file_variables, writer_folders, writer_origin
 from harness.engines.writers.base import ProgramWriter
-from harness.judge.oracle import TableState, capture_state, judge, orphan_files, unreadable_verdict
+from harness.judge.oracle import TableState, capture_state, judge, unreadable_verdict
 from harness.judge.scan_cost import (
     SCAN_PROGRAM,
     ScanReport,
@@ -104,6 +106,10 @@ class WorkerRun:
         return self.folder / "worker.log"
 
 
+# What a run's workers run: a writer, or a maintenance phase's maintainer.
+Engine = type[Writer] | type[Maintainer]
+
+
 @dataclass(frozen=True)
 class RunPlan:
     scenario: str
@@ -117,6 +123,7 @@ class RunPlan:
     layout: TableLayout = PLAIN_LAYOUT  # how the run's table is partitioned, sorted and configured
     round: int | None = None  # the rounds workload: which round and phase
     phase: str | None = None
+    maintainer: str | None = None  # a maintenance phase: the engine that maintains the writer's table
 
 
 @dataclass(frozen=True)
@@ -278,6 +285,7 @@ class Runner:
         identity = identity or self._identity(plan, scenario, writer)
         if refused := self._refused(scenario, writer, identity, plan, run_catalog):
             return refused, []
+        engine = _engine(plan)
         ends: list[WorkerEnd] = []
         try:
             services_alive()
@@ -285,7 +293,7 @@ class Runner:
             workers = self._workers(plan, scenario, writer, run_catalog, work)
             counted = self.stack.traffic()
             self._launch_all(workers, plan.cap_bytes)
-            ends = [self._end(scenario, writer, plan, worker) for worker in workers]
+            ends = [self._end(scenario, engine, plan, worker) for worker in workers]
             services_alive()  # a worker killed because a server died: the run's error, nothing to judge
             wrote = traffic_between(counted, self.stack.traffic())
             self._check_started(ends, plan.cap_bytes)
@@ -297,7 +305,7 @@ class Runner:
         try:  # the workers ran: whatever fails now, their figures and the table's verdict are kept
             expected = scenario.expectation(plan.sets, ends, plan.limit_rows)
             counted = self.stack.traffic()
-            judgement = self._judge(scenario, writer, plan, ends, run_catalog, before, expected)
+            judgement = self._judge(scenario, engine, plan, ends, run_catalog, before, expected)
             judged = traffic_between(counted, self.stack.traffic())
             full_scan = take_full_scan(judgement.metrics)  # the oracle's read was the full scan
             services_alive()
@@ -352,8 +360,8 @@ class Runner:
     ) -> str | None:
         """Why `writer` cannot run `scenario` here (recorded as unsupported), or None. RunFailed
         when the writer's own environment, where it is asked whether it can write, cannot be made."""
-        refusal = self._environment_refusal(writer) or self._variant_refusal(writer)
-        refusal = refusal or self._unavailable(writer)
+        # A maintenance step runs its maintainer here, whatever the writer needs to run.
+        refusal = None if plan.maintainer else self._writer_refusal(writer)
         if reason := refusal or scenario.unsupported_reason(writer):
             return reason
         key_columns = list(plan.sets[scenario.source_set].manifest.key_columns)
@@ -362,6 +370,10 @@ class Runner:
         if run_catalog and (reason := writer.supports_catalog(run_catalog.properties)):
             return f"{writer.name} does not support this catalog: {reason}"
         return None
+
+    def _writer_refusal(self, writer: type[Writer]) -> str | None:
+        """Why the writer's workers cannot run here: its environment, the variant, its library."""
+        return self._environment_refusal(writer) or self._variant_refusal(writer) or self._unavailable(writer)
 
     @property
     def variant_versions(self) -> dict[str, str]:
@@ -432,6 +444,7 @@ class Runner:
             "repeat": plan.repeat,
             "round": plan.round,
             "phase": plan.phase,
+            "maintainer": plan.maintainer,
             "stack": self.stack.name,
             "services": self.stack.services(),
             "catalog": self.stack.catalog,
@@ -442,7 +455,7 @@ class Runner:
             "batch_rows": plan.batch_rows,
             "cap_bytes": plan.cap_bytes,
             "isolation": self.isolation if plan.cap_bytes else "none",
-            "versions": self._versions_of(writer),  # until a worker reports them
+            "versions": _engine(plan).versions() if plan.maintainer else self._versions_of(writer),
             "verified_with": self.settings.verify_with,
             "variant": self.variant.label if self.variant else None,
             "layout": plan.layout,
@@ -480,12 +493,11 @@ class Runner:
     ) -> list[WorkerRun]:
         """A worker per feed of the scenario; several get a folder each."""
         feeds = scenario.feeds()
-        python = self._worker_python(writer)
-        try:
-            built_from = self.built_from
-            program = writer.worker_command({built_from.library: built_from.version} if built_from else {})
-        except IcebenchError as exc:  # its program is not built here: the harness's limit, not the writer's
-            raise RunFailed(str(exc)) from exc
+        engine = _engine(plan)
+        if plan.maintainer:  # a maintainer runs in this environment's Python
+            python, program = self.python, None
+        else:
+            python, program = self._worker_python(writer), self._program(writer)
         workers = []
         for feed in feeds:
             folder = work / f"worker-{feed.name}" if len(feeds) > 1 else work
@@ -494,13 +506,14 @@ class Runner:
                 catalog={**run_catalog.properties, **self.worker_catalog},
                 table=scenario.table_identifier(run_catalog.namespace),
                 writer=plan.writer,
+                maintainer=plan.maintainer,
                 operation=feed.operation,
                 key_columns=list(plan.sets[feed.source_set].manifest.key_columns),
                 source_dir=plan.sets[feed.source_set].directory,
                 batch_rows=plan.batch_rows,
                 limit_rows=plan.limit_rows,
                 cap_bytes=plan.cap_bytes,
-                writer_options=self.settings.engine_table(writer.options),
+                writer_options=self.settings.engine_table(engine.options),
                 started_marker=folder / "worker.started",
                 result_path=folder / "worker-result.json",
                 progress_path=folder / "worker.progress",
@@ -508,6 +521,14 @@ class Runner:
             )
             workers.append(WorkerRun(feed, spec, folder, python, program))
         return workers
+
+    def _program(self, writer: type[Writer]) -> list[str] | None:
+        """The writer's own program (a worker in another language), or None for the Python worker."""
+        built_from = self.built_from
+        try:
+            return writer.worker_command({built_from.library: built_from.version} if built_from else {})
+        except IcebenchError as exc:  # its program is not built here: the harness's limit, not the writer's
+            raise RunFailed(str(exc)) from exc
 
     def _launch_all(self, workers: list[WorkerRun], cap_bytes: int | None) -> None:
         """Runs the workers, each under its own cap; several at once from threads of this process."""
@@ -610,7 +631,7 @@ class Runner:
             timeout_s=self.settings.worker_timeout_s,
         )
 
-    def _end(self, scenario: Scenario, writer: type[Writer], plan: RunPlan, worker: WorkerRun) -> WorkerEnd:
+    def _end(self, scenario: Scenario, writer: Engine, plan: RunPlan, worker: WorkerRun) -> WorkerEnd:
         """What came of one worker: its report, or what its scenario finds it left when it died."""
         launched = worker.launched
         assert launched is not None, "launched or raised"
@@ -632,12 +653,14 @@ class Runner:
         )
         return WorkerEnd(worker.feed, outcome, result, started=worker.spec.started_marker.exists())
 
-    def _known_cause(self, writer: type[Writer], result: WorkerResult | None) -> str | None:
+    def _known_cause(self, writer: Engine, result: WorkerResult | None) -> str | None:
         """The writer's known cause of an OOM after the whole feed, if this run's version (as its
         worker reported it, else as this process knows it) is one it was seen in."""
         cause = writer.oom_after_feed_cause
+        if cause is None or not issubclass(writer, Writer):
+            return None
         ran_with = (result.versions if result is not None else None) or self._versions_of(writer)
-        return cause.named() if cause is not None and cause.seen_in(ran_with) else None
+        return cause.named() if cause.seen_in(ran_with) else None
 
     def _check_started(self, ends: list[WorkerEnd], cap_bytes: int | None) -> None:
         """A cap too small for a worker to start is the command's error, unless caps are being
@@ -654,7 +677,7 @@ class Runner:
     def _judge(
         self,
         scenario: Scenario,
-        writer: type[Writer],
+        writer: Engine,
         plan: RunPlan,
         ends: list[WorkerEnd],
         run_catalog: RunCatalog,
@@ -712,6 +735,11 @@ class Runner:
     def _finish(self, record: RunRecord) -> RunRecord:
         self.store.append(record)
         return record
+
+
+def _engine(plan: RunPlan) -> Engine:
+    """What the run's workers run: the writer, or a maintenance phase's maintainer."""
+    return get_maintainer(plan.maintainer) if plan.maintainer else get_writer(plan.writer)
 
 
 def left_behind(table: Table) -> dict[str, Any]:

@@ -92,6 +92,24 @@ class KnownCause:
         return f"{self.text} (seen in {self.library} {self.releases})"
 
 
+def library_versions(libraries: tuple[str, ...]) -> dict[str, str]:
+    """The installed versions of `libraries` and of those they use underneath (pyiceberg-core)."""
+    used_through = [library for library, carrier in USED_THROUGH.items() if carrier in libraries]
+    return {library: library_version(library) for library in (*libraries, *used_through)}
+
+
+def defines_method(cls: type, base: type, name: str) -> bool:
+    """Whether `cls` (a plug-in of `base`) defines the method `name`. Only plain methods of the
+    plug-in's own classes count: nothing of `base` or object, no class methods, no private names;
+    a subclass that sets the name to None drops a method it inherited."""
+    if name.startswith("_"):
+        return False
+    for owner in cls.__mro__:
+        if owner is not base and owner is not object and name in vars(owner):
+            return inspect.isfunction(vars(owner)[name])
+    return False
+
+
 class UnsupportedOperation(IcebenchError):
     """A writer was asked for an operation it has no method for."""
 
@@ -124,6 +142,9 @@ class Writer:
     # Commits go through pyiceberg's Transaction (directly or, like dlt, underneath): the worker
     # counts pyiceberg's retries after commit conflicts. False for engines that commit on their own.
     pyiceberg_commits: ClassVar[bool] = True
+    # The maintainer (harness/engines/maintainers/) of the rounds' maintenance phases on its table,
+    # unless --maintainer names another: what a user of this writer would maintain the table with.
+    maintained_with: ClassVar[str] = "pyiceberg"
     # Why this writer's memory grows once it has taken every row, in the releases it was seen in: an
     # OOM kill after the whole source was fed names it when the run's version is one of them.
     oom_after_feed_cause: ClassVar[KnownCause | None] = None
@@ -141,16 +162,8 @@ class Writer:
 
     @classmethod
     def supports(cls, operation: Operation) -> bool:
-        """True when this writer defines a method named after `operation`. Only plain methods of the
-        writer's own classes count: nothing of Writer or object, no class methods, no private names;
-        a subclass that sets the name to None drops an operation it inherited."""
-        name = str(operation)
-        if name.startswith("_"):
-            return False
-        for owner in cls.__mro__:
-            if owner is not Writer and owner is not object and name in vars(owner):
-                return inspect.isfunction(vars(owner)[name])
-        return False
+        """True when this writer defines a method named after `operation`."""
+        return defines_method(cls, Writer, str(operation))
 
     # Why it cannot write a partitioned table, naming the upstream issue where there is one; None: it can.
     unpartitioned_only: ClassVar[str | None] = None
@@ -203,8 +216,7 @@ class Writer:
     @classmethod
     def versions(cls) -> dict[str, str]:
         """Its libraries' versions, and those of the libraries it uses through them (pyiceberg-core)."""
-        used_through = [library for library, carrier in USED_THROUGH.items() if carrier in cls.libraries]
-        return {library: library_version(library) for library in (*cls.libraries, *used_through)}
+        return library_versions(cls.libraries)
 
 
 @contextmanager

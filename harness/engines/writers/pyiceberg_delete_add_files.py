@@ -261,7 +261,7 @@ def _rewrite_without(
     field ids, if it had them) under the table's current names, as add_files wants them; columns
     dropped from the table since are left out, columns added since stay absent (read as nulls)."""
     with table.io.new_input(path).open() as stream, pq.ParquetFile(stream) as parquet:
-        names = _current_names(parquet.schema_arrow, table.schema(), mapping)
+        names = current_names(parquet.schema_arrow, table.schema(), mapping)
         in_file = {name: column for column, name in names.items()}
         if missing := [name for name in keys.columns if name not in in_file]:
             raise ValueError(f"data file {path} has no column for key {missing[0]}")
@@ -291,7 +291,7 @@ def _rewrite_without(
         return Rewritten(staged.paths[-1])
 
 
-def _current_names(
+def current_names(
     file_schema: pa.Schema, table_schema: Schema, mapping: NameMapping | None
 ) -> dict[str, str]:
     """Each column of a data file that the table still has -> its current name. A column is known

@@ -145,7 +145,8 @@ class RoundPhase(Scenario):
 
     def outcome_checks(self, evidence: Evidence, ends: list[WorkerEnd], sets: DataSets) -> list[Check]:
         if isinstance(self.operation, Maintenance):
-            return maintenance_checks(evidence, self.operation, self.maintainer)
+            promised = get_maintainer(self.maintainer).compaction_snapshots
+            return maintenance_checks(evidence, self.operation, self.maintainer, promised)
         return super().outcome_checks(evidence, ends, sets)
 
     def expected_before(self, sets: DataSets) -> Expectation:

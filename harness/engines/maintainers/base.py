@@ -51,6 +51,7 @@ class Maintainer:
     oom_after_feed_cause: ClassVar[KnownCause | None] = None
     single_commit: ClassVar[bool] = False
     pyiceberg_commits: ClassVar[bool] = True  # its commits' retries are counted, as a writer's
+    compaction_snapshots: ClassVar[int] = 1  # the snapshots (and commits) its `compact` makes at most
 
     def maintain(self, job: MaintenanceJob, timer: StepTimer) -> None:
         if not self.supports(job.step):

@@ -46,6 +46,7 @@ class SparkWriter(Writer):
     consumes_batches = False  # Spark reads the files itself
     pyiceberg_commits = False  # Iceberg Java commits (and retries) inside the JVM
     options = SparkOptions
+    maintained_with = "spark"  # Iceberg's procedures, as a Spark user maintains the table
     # copy-on-write / merge-on-read for MERGE, UPDATE and DELETE; None: leave the table as it is.
     row_level_mode: ClassVar[str | None] = None
 
@@ -80,7 +81,7 @@ class SparkWriter(Writer):
             with snapshot_split(job.table, timer):
                 action(spark, job, source, target)
         except Exception as exc:  # Py4J and captured errors: pages of JVM stack, the cause deep inside
-            raise _plain_failure(exc) from exc
+            raise spark_failure(exc) from exc
         finally:
             spark.stop()
 
@@ -145,7 +146,7 @@ JAVA_EXCEPTION = re.compile(r"^: (?:[a-z]\w*\.)+([A-Z]\w*(?:Exception|Error)): (
 UNREADABLE_FILE = re.compile(r"Encountered error while reading file (\S+?)\.? Details:")
 
 
-def _plain_failure(exc: Exception) -> Exception:
+def spark_failure(exc: Exception) -> Exception:
     """A source file Spark could not read is the SourceError any writer gives; anything else is
     Spark's deepest `Caused by:` (or its first line), as one line."""
     text = str(exc)

@@ -290,7 +290,8 @@ CONFIG_VALID: dict[tuple[str, str], dict[str, str]] = {
         for key in ("worker_image", "warehouse", "s3_region")
     },
     ("matrix", "batches"): {"[1, 2]": "batch counts 1 and 2 are a scale axis"},
-    ("matrix", "sort"): {'""': "the default: unsorted"},
+    **{(table, "sort"): {'""': "the default: unsorted"} for table in ("matrix", "rounds")},
+    ("rounds", "maintainer"): {'""': "the default: each writer's own maintainer"},
     **{
         ("gate", key): {"1e30": "a threshold no figure reaches is the user's to set"}
         for key in threshold_defaults()

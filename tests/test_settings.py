@@ -87,7 +87,8 @@ def run_error(capsys, *args: str) -> str:
     [
         (
             "[engines.sprak]\nmaster = 'local[2]'\n",
-            "unknown engine [engines.sprak] (did you mean spark?); engines with options: [engines.spark]",
+            "unknown engine [engines.sprak] (did you mean spark?); engines with options: "
+            "[engines.pyiceberg-maintenance], [engines.spark]",
         ),
         (
             "[engines.spark]\nmastr = 'local[2]'\n",

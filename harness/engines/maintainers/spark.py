@@ -5,12 +5,15 @@ own (its JVM a child of the worker, inside the cap).
   snapshots, two commits;
 - expire: `expire_snapshots` keeping the newest (`retain_last => 1`), everything older expired;
   Iceberg Java deletes the files only the expired snapshots needed;
-- orphans: `remove_orphan_files` for every file older than now (its default keeps 3 days: no write
-  runs beside a rounds phase).
+- orphans: Iceberg's `DeleteOrphanFiles` action for every file older than now (its default keeps 3
+  days: no write runs beside a rounds phase). The `remove_orphan_files` procedure refuses an age
+  under 24 hours ("Cannot remove orphan files with an interval less than 24 hours"); the action
+  underneath it, called through Py4J as a Java or Scala job does, does not.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, ClassVar
 
@@ -36,38 +39,56 @@ class SparkMaintainer(Maintainer):
         return {**super().versions(), "iceberg-spark-runtime": iceberg_spark_version()}
 
     def compact(self, job: MaintenanceJob, timer: StepTimer) -> None:
-        self._call(job, timer, "rewrite_data_files(table => {table})", "rewrite_manifests(table => {table})")
+        self._steps(job, timer, _procedure("rewrite_data_files"), _procedure("rewrite_manifests"))
 
     def expire(self, job: MaintenanceJob, timer: StepTimer) -> None:
-        self._call(
-            job, timer, f"expire_snapshots(table => {{table}}, older_than => {_now()}, retain_last => 1)"
-        )
+        self._steps(job, timer, _procedure("expire_snapshots", f"older_than => {_now()}", "retain_last => 1"))
 
     def orphans(self, job: MaintenanceJob, timer: StepTimer) -> None:
-        self._call(job, timer, f"remove_orphan_files(table => {{table}}, older_than => {_now()})")
+        self._steps(job, timer, _delete_orphan_files)
 
-    def _call(self, job: MaintenanceJob, timer: StepTimer, *procedures: str) -> None:
-        """Each procedure on the job's table, timed as one commit each, in one session."""
+    def _steps(self, job: MaintenanceJob, timer: StepTimer, *steps: SparkStep) -> None:
+        """Each step on the job's table, timed as one commit each, in one session."""
         properties = {key: str(value) for key, value in job.table.catalog.properties.items()}
         master = job.options.master if isinstance(job.options, SparkOptions) else SparkOptions().master
         with timer.step():  # JVM start + session, as the Spark writer reports it
             spark = spark_session(properties, job.cap_bytes, master)
         try:
-            table = "'" + ".".join(job.table.name()).replace("'", "\\'") + "'"
-            for procedure in procedures:
+            table = ".".join((SPARK_CATALOG, *job.table.name()))
+            for step in steps:
                 with timer.commit():
-                    _run(spark, f"CALL {SPARK_CATALOG}.system.{procedure.format(table=table)}")
+                    step(spark, table)
         except Exception as exc:  # Py4J's pages of JVM stack: the cause, as one line
             raise spark_failure(exc) from exc
         finally:
             spark.stop()
 
 
-def _run(spark: SparkSession, statement: str) -> None:
-    spark.sql(statement).collect()
+SparkStep = Callable[["SparkSession", str], None]  # (session, the table's catalog-qualified name)
+
+
+def _procedure(name: str, *arguments: str) -> SparkStep:
+    def call(spark: SparkSession, table: str) -> None:
+        quoted = "'" + table.removeprefix(f"{SPARK_CATALOG}.").replace("'", "\\'") + "'"
+        named = ", ".join((f"table => {quoted}", *arguments))
+        spark.sql(f"CALL {SPARK_CATALOG}.system.{name}({named})").collect()
+
+    return call
+
+
+def _delete_orphan_files(spark: SparkSession, table: str) -> None:
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    iceberg_table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table)
+    older_than_ms = int(_just_after_now().timestamp() * 1000)
+    actions = jvm.org.apache.iceberg.spark.actions.SparkActions.get(spark._jsparkSession)
+    actions.deleteOrphanFiles(iceberg_table).olderThan(older_than_ms).execute()
+
+
+def _just_after_now() -> datetime:
+    """Every snapshot and file of the table is older."""
+    return datetime.now(UTC) + timedelta(seconds=1)
 
 
 def _now() -> str:
-    """A timestamp literal just after now: every snapshot and file of the table is older."""
-    moment = datetime.now(UTC) + timedelta(seconds=1)
-    return f"TIMESTAMP '{moment:%Y-%m-%dT%H:%M:%S}Z'"  # UTC, whatever the session's zone
+    """`_just_after_now` as a Spark SQL literal, in UTC whatever the session's zone."""
+    return f"TIMESTAMP '{_just_after_now():%Y-%m-%dT%H:%M:%S}Z'"

@@ -68,6 +68,22 @@ def test_compaction_rewrites_small_files_in_one_snapshot_and_expire_frees_them(m
     assert orphans.orphan_files == 0 and orphans.snapshots_added == 0
 
 
+def test_spark_maintains_its_own_tables_with_icebergs_procedures(settings):
+    """Spark's tables are kept by Spark: rewrite_data_files + rewrite_manifests, expire_snapshots,
+    and orphan removal through Iceberg's action (its procedure refuses an age under 24 hours)."""
+    phases = ["append", "compact", "expire", "orphans"]
+    config = RoundsConfig(preset="tiny", writers=["spark"], rounds=2, phases=phases)
+    records = run_rounds(settings, config, ResultsStore(settings.results_dir), EmbeddedStack(settings))
+    assert [record.phase for record in records] == phases * 2
+    for record in records:
+        failed = [f"{c.name}: {c.reason}" for c in record.verdict.failed] if record.verdict else record.error
+        assert record.status == "ok" and record.verdict.passed, (record.phase, failed)
+        assert record.maintainer == ("spark" if record.phase in MAINTENANCE else None)
+    expire, orphans = records[-2:]
+    assert expire.snapshots == 1 and expire.snapshots_removed >= 1
+    assert orphans.orphan_files == 0
+
+
 def test_a_phase_list_with_repeats_and_maintenance_reads_well():
     config = RoundsConfig(rounds=2, phases=["append", "append", "upsert", "compact"])
     assert config.blocks() == [1, 2, 2, 2, 3, 4, 4, 4]

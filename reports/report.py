@@ -29,7 +29,7 @@ from reports.plots import (
     timeline_figure,
     verdict_figure,
 )
-from reports.rounds import rounds_rows
+from reports.rounds import MAINTENANCE_NOTE, MAINTENANCE_TITLE, maintenance_rows, rounds_rows
 from reports.summary import (
     FAILED_CHECK_HEADERS,
     UNSUPPORTED_HEADERS,
@@ -190,6 +190,8 @@ def _sections(
         sections.append(
             Section("Rounds: first round → last, Δ/round the degradation rate", *rounds_rows(runs))
         )
+        if (maintained := maintenance_rows(runs))[1]:
+            sections.append(Section(MAINTENANCE_TITLE, *maintained, note=MAINTENANCE_NOTE))
     if profiles := _profiles(runs, folder):
         sections.append(Section("Allocation profiles (memray)", PROFILE_HEADERS, profiles, link_column=3))
     return sections
@@ -198,7 +200,10 @@ def _sections(
 VERDICT_NOTE = (
     "Writers that passed every check, fastest write first (then lower resident peak); below, the "
     "rest with why. growth: last commits' latency over the first (1x flat); n^k: total write time "
-    "~ batches^k on the scale axis. schema-evolution-upsert (an upsert after a column was added) "
+    "~ batches^k on the scale axis. total cost: what owning the table costs, the write and N full "
+    "and N selective scans of it (--reads, default 10), in seconds and, where the stack counts "
+    "requests, in dollars at S3's list prices (the full scan's: the oracle's whole read-back, an "
+    "upper bound). schema-evolution-upsert (an upsert after a column was added) "
     "has its own group; traps, faults and concurrency: see Runs."
 )
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rich.table import Table
 
-from harness.model import Metric, RunRecord, metric
+from harness.model import Metric, RunRecord, metric, total_cost
 from reports.summary import metric_text, writer_text
 from reports.terminal import rich_table
 
@@ -133,3 +134,79 @@ def rounds_tables(records: Sequence[RunRecord]) -> list[Table]:
         return []
     title = "rounds: each metric from the first round to the last; Δ/round: its degradation rate"
     return [rich_table(title, headers, rows, numeric)]
+
+
+COMPACT = "compact"
+MAINTENANCE_HEADERS = [
+    "writer", "data files", "full scan s", "selective scan s", "scan $ / read",
+    "total, no maintenance", "total, maintained",
+]  # fmt: skip
+
+
+def maintenance_rows(records: Iterable[RunRecord]) -> tuple[list[str], list[list[str]], set[int]]:
+    """Per writer whose rounds compact: its table just before the last compaction and at the end
+    (files, each scan's time, a read's request dollars), and what owning it costs either way: every
+    write (and, maintained, every maintenance step) and `reads` full and selective scans of the table
+    as it was then. Headers, cells, numeric columns; no rows when no writer compacts."""
+    by_writer: dict[str, list[RunRecord]] = defaultdict(list)
+    for record in sorted(records, key=lambda r: r.started_at):
+        if record.round is not None and record.phase is not None:
+            by_writer[writer_text(record)].append(record)
+    rows = []
+    for writer, steps in by_writer.items():
+        compactions = [index for index, step in enumerate(steps) if step.phase == COMPACT]
+        if not compactions or compactions[-1] == 0:
+            continue
+        before, after = steps[compactions[-1] - 1], steps[-1]
+        writes = [step for step in steps if step.maintainer is None]
+        rows.append([
+            writer,
+            _change(before.data_files, after.data_files, str),
+            _change(before.full_scan_s, after.full_scan_s, lambda v: f"{v:.2f}"),
+            _change(before.selective_scan_s, after.selective_scan_s, lambda v: f"{v:.2f}"),
+            _change(_read_usd(before), _read_usd(after), lambda v: f"${v:.6f}"),
+            _owned_text(writes, before),
+            _owned_text(steps, after),
+        ])  # fmt: skip
+    return MAINTENANCE_HEADERS, rows, set(range(1, len(MAINTENANCE_HEADERS)))
+
+
+def _change(before: Any, after: Any, text: Callable[[Any], str]) -> str:
+    shown = ["-" if value is None else text(value) for value in (before, after)]
+    return " → ".join(shown)
+
+
+def _read_usd(record: RunRecord) -> float | None:
+    """One full and one selective scan's requests at list prices."""
+    return total_cost([record.full_scan_requests_usd, record.selective_scan_requests_usd], [], 0)
+
+
+def _owned_text(steps: Sequence[RunRecord], table: RunRecord) -> str:
+    """Every step's own cost and `reads` reads of `table` (model.total_cost)."""
+    if any(step.status != "ok" for step in steps) or table.reads is None:
+        return "-"
+    seconds = total_cost(
+        [step.write_s for step in steps], [table.full_scan_s, table.selective_scan_s], table.reads
+    )
+    if seconds is None:
+        return "-"
+    dollars = total_cost([step.write_requests_usd for step in steps], [_read_usd(table)], table.reads)
+    price = "" if dollars is None else f", ${dollars:.4f}"
+    return f"{seconds:.1f} s{price} ({table.reads} reads)"
+
+
+MAINTENANCE_TITLE = "Maintenance: the table before the last compaction → at the end, and what owning it costs"
+MAINTENANCE_NOTE = (
+    "total, no maintenance: every write's own time (and request dollars) and N reads (a full and a "
+    "selective scan each, --reads) of the table before the last compaction; total, maintained: every "
+    "write and maintenance step and N reads of the table at the end. Dollars: S3's list prices, where "
+    "the stack counts requests (the full scan's: the oracle's whole read-back, an upper bound)."
+)
+
+
+def maintenance_tables(records: Sequence[RunRecord]) -> list[Table]:
+    """The before/after compaction table for the terminal; none when no writer's rounds compact."""
+    headers, rows, numeric = maintenance_rows(records)
+    if not rows:
+        return []
+    return [rich_table(MAINTENANCE_TITLE.lower(), headers, rows, numeric)]

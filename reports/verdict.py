@@ -54,6 +54,7 @@ class VerdictRow:
     growth: str  # late/early of commits (or steps) and the scale fit's exponent, where recorded
     reason: str  # one line; empty for a pass
     repeats: int
+    total_cost: str = "-"  # the table's cost to own: the write and `reads` scans (medians), s and $
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class VerdictGroup:
     stack: str
     layout: str  # TableLayout.label; "" for the plain table
     rows: list[VerdictRow]
+    reads: frozenset[int | None] = frozenset()  # the runs' --reads: what their total costs count
 
     @property
     def title(self) -> str:
@@ -230,6 +232,7 @@ def _writer_row(runs: Sequence[RunRecord], found: Sequence[Fit]) -> VerdictRow:
     walls = [r.wall_s for r in runs if r.wall_s is not None]
     peaks = [r.peak_rss_bytes for r in runs if r.peak_rss_bytes is not None]
     return VerdictRow(
+        total_cost=total_cost_text(runs) if worst == "pass" else "-",
         writer=writer_text(shown),
         outcome=worst,
         rank=None,
@@ -240,6 +243,22 @@ def _writer_row(runs: Sequence[RunRecord], found: Sequence[Fit]) -> VerdictRow:
         reason=reason,
         repeats=len(runs),
     )
+
+
+def total_cost_text(runs: Sequence[RunRecord]) -> str:
+    """The medians of the runs' total costs (their write and `reads` full and selective scans):
+    `41.2 s, $0.0042`, the dollars where requests were counted; "-" where unmeasured."""
+    seconds = [r.total_cost_s for r in runs if r.total_cost_s is not None]
+    if not seconds:
+        return "-"
+    dollars = [r.total_cost_usd for r in runs if r.total_cost_usd is not None]
+    price = f", ${statistics.median(dollars):.4f}" if dollars else ""
+    return f"{statistics.median(seconds):.1f} s{price}"
+
+
+def _reads(groups: Sequence[VerdictGroup]) -> str:
+    counts = sorted({reads for group in groups for reads in group.reads if reads is not None})
+    return f"{'/'.join(map(str, counts)) or 'N'} full and selective scans (--reads)"
 
 
 def _pass_order(row: VerdictRow) -> tuple[float, float, str]:
@@ -267,7 +286,8 @@ def verdict_groups(records: Iterable[RunRecord]) -> list[VerdictGroup]:
         passed = sorted((r for r in rows if r.outcome == "pass"), key=_pass_order)
         ranked = [_with_rank(row, index) for index, row in enumerate(passed, start=1)]
         apart = sorted((r for r in rows if r.outcome != "pass"), key=_apart_order)
-        groups.append(VerdictGroup(*key, rows=ranked + apart))
+        reads = frozenset(r.reads for runs in by_group[key].values() for r in runs)
+        groups.append(VerdictGroup(*key, rows=ranked + apart, reads=reads))
     return groups
 
 
@@ -275,8 +295,8 @@ def _with_rank(row: VerdictRow, rank: int) -> VerdictRow:
     return VerdictRow(**{**row.__dict__, "rank": rank})
 
 
-VERDICT_HEADERS = ["#", "writer", "result", "write s", "peak rss", "growth", "why not"]
-VERDICT_NUMERIC = {0, 3, 4}
+VERDICT_HEADERS = ["#", "writer", "result", "write s", "peak rss", "growth", "total cost", "why not"]
+VERDICT_NUMERIC = {0, 3, 4, 6}
 
 
 def verdict_cells(row: VerdictRow) -> list[str]:
@@ -293,6 +313,7 @@ def verdict_cells(row: VerdictRow) -> list[str]:
         timing,
         format_size(row.peak_rss_bytes),
         row.growth,
+        row.total_cost,
         row.reason,
     ]
 
@@ -346,7 +367,7 @@ def verdict_table(records: Iterable[RunRecord], title: str = "verdict") -> Table
         return None
     # No outer border or padding: four columns more for the result, within 100.
     table = Table(
-        title=f"{title}: ranked by write time, then peak rss",
+        title=f"{title}: ranked by write time, then peak rss; total cost: the write and {_reads(groups)}",
         header_style="bold",
         show_edge=False,
         pad_edge=False,
@@ -357,6 +378,7 @@ def verdict_table(records: Iterable[RunRecord], title: str = "verdict") -> Table
     for header in ("write s", "peak rss"):
         table.add_column(header, justify="right", no_wrap=True)
     table.add_column("growth", no_wrap=True)
+    table.add_column("total cost", justify="right", no_wrap=True)
     table.add_column("result")
     for group in groups:
         layout = f", {escape(group.layout)}" if group.layout else ""
@@ -364,15 +386,15 @@ def verdict_table(records: Iterable[RunRecord], title: str = "verdict") -> Table
             "", f"[bold]{group.operation}[/] {escape(group.preset)}{layout}, {cap_text(group.cap_bytes)}"
         )
         for row in shown_rows(group):
-            rank, writer, _, seconds, peak, growth, reason = verdict_cells(row)
-            rank, writer, seconds, peak, growth = (
-                escape(cell) for cell in (rank, writer, seconds, peak, growth)
+            rank, writer, _, seconds, peak, growth, total, reason = verdict_cells(row)
+            rank, writer, seconds, peak, growth, total = (
+                escape(cell) for cell in (rank, writer, seconds, peak, growth, total)
             )
             reason = escape(clipped(reason, TERMINAL_REASON_CHARS))
             result = f"[{OUTCOME_STYLE.get(row.outcome, 'dim')}]{row.outcome}[/]" + (
                 f": {reason}" if reason else ""
             )
-            table.add_row(rank, writer, seconds, peak, growth, result)
+            table.add_row(rank, writer, seconds, peak, growth, total, result)
         table.add_section()
     # Narrower than the table: the writer and why it failed stay, growth goes first.
-    return keep_first(table, "writer", "result", "#", "write s", "peak rss")
+    return keep_first(table, "writer", "result", "#", "write s", "peak rss", "total cost")

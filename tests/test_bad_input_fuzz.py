@@ -42,6 +42,7 @@ VALID: dict[tuple[str, str], dict[str, str]] = {
     **{(command, "--results"): dict.fromkeys(BAD_VALUES[1:], CREATES) for command in RUNNING},
     **{(command, "--update-ratio"): {"0": "a derived change set of inserts only"} for command in RUNNING},
     **{(command, "--insert-ratio"): {"0": "a derived change set of updates only"} for command in RUNNING},
+    **{(command, "--reads"): {"0": "a table nobody reads: its write alone"} for command in RUNNING},
     **{
         (command, f"--{library}"): {"0": VERSION, HUGE: VERSION}
         for command in RUNNING

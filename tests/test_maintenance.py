@@ -15,6 +15,7 @@ from harness.judge.oracle import LIVE_FILES_CHECK, capture_state, judge, live_fi
 from harness.model import Expectation, Maintenance
 from harness.run.rounds import RoundsConfig, run_rounds
 from harness.services.stacks.embedded import EmbeddedStack
+from reports.rounds import maintenance_rows
 
 PHASES = ["append", "append", "compact", "expire", "orphans"]
 WRITERS = ["pyiceberg-fast-append", "pyiceberg-fanout"]
@@ -66,6 +67,24 @@ def test_compaction_rewrites_small_files_in_one_snapshot_and_expire_frees_them(m
     assert expire.data_files == compact.data_files
     orphans = runs[(1, "orphans")]
     assert orphans.orphan_files == 0 and orphans.snapshots_added == 0
+
+
+def test_the_maintenance_table_shows_the_table_before_and_after_compaction_and_what_it_costs(maintained):
+    headers, rows, _ = maintenance_rows(maintained)
+    by_writer = {row[0]: dict(zip(headers, row, strict=True)) for row in rows}
+    assert sorted(by_writer) == sorted(WRITERS)
+    for writer in WRITERS:
+        runs = runs_of(maintained, writer)
+        before, after = runs[-4], runs[-1]  # before the last compact; after the last orphans
+        assert by_writer[writer]["data files"] == f"{before.data_files} → {after.data_files}"
+        assert after.data_files < before.data_files
+        writes, every_step = [r for r in runs if r.maintainer is None], runs
+        for column, steps, table in (
+            ("total, no maintenance", writes, before),
+            ("total, maintained", every_step, after),
+        ):
+            owned = sum(r.write_s for r in steps) + 10 * (table.full_scan_s + table.selective_scan_s)
+            assert by_writer[writer][column] == f"{owned:.1f} s (10 reads)"
 
 
 def test_spark_maintains_its_own_tables_with_icebergs_procedures(settings):

@@ -58,7 +58,7 @@ def test_every_request_is_counted_by_kind_with_its_bytes(counted: tuple[S3Endpoi
 @pytest.mark.usefixtures("cli_settings", "tiny_sets")
 def test_a_run_on_local_services_records_what_its_write_and_scans_cost_the_store(settings):
     run = "run --stack local-services --scenario append --writer pyiceberg-add-files --preset tiny"
-    assert main([*run.split(), "--batch-rows", "5000", "--memory", "1g"]) == 0
+    assert main([*run.split(), "--batch-rows", "5000", "--memory", "1g", "--reads", "3"]) == 0
     (record,) = read_runs(newest_results_folder(settings.results_dir))
     assert record.verdict is not None and record.verdict.passed
     writes = record.object_store_requests
@@ -67,6 +67,10 @@ def test_a_run_on_local_services_records_what_its_write_and_scans_cost_the_store
     assert record.object_store_bytes["in"] > 0
     assert record.full_scan_requests and record.full_scan_bytes_out
     assert record.selective_scan_requests and record.selective_scan_requests < record.full_scan_requests
+    # The table's total cost (--reads 3): the write's requests and three of each scan's, priced.
+    one_read = record.full_scan_requests_usd + record.selective_scan_requests_usd
+    assert record.reads == 3 and 0 < record.selective_scan_requests_usd < record.full_scan_requests_usd
+    assert record.total_cost_usd == pytest.approx(record.write_requests_usd + 3 * one_read)
 
 
 @pytest.mark.usefixtures("cli_settings", "tiny_sets")

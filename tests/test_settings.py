@@ -38,6 +38,7 @@ def test_config_from_environment_variable(tmp_path, monkeypatch):
         ("[settings]\nworker_timeout_s = inf\n", "worker_timeout_s: Input should be a finite number"),
         ("[settings]\nresults_dir = ''\n", "results_dir: Value error, must not be empty"),
         ("[settings]\nseed = -1\n", "seed"),
+        ("[settings]\nreads = -1\n", "reads: Input should be greater than or equal to 0"),
         (
             "[settings]\nlibrary_versions = {pyiceberg = ['x.y']}\n",
             "not a version, a source folder, a wheel or sdist, or a VCS URL",

@@ -73,6 +73,11 @@ def test_passing_writers_are_ranked_by_write_time_and_the_rest_listed_apart(verd
     times = {w: by_writer[(w, CAP)].write_s for w in ranked}
     assert ranked == sorted(ranked, key=times.__getitem__)  # the faster writer first
     assert [row.rank for row in append.ranked] == [1, 2]
+    for row in append.ranked:  # what owning the table costs: the write and 10 of each scan
+        record = by_writer[(row.writer, CAP)]
+        owned = record.write_s + 10 * (record.full_scan_s + record.selective_scan_s)
+        assert (record.reads, record.total_cost_s) == (10, pytest.approx(owned))
+        assert row.total_cost == f"{owned:.1f} s"  # no dollars: nothing counts requests on embedded
 
     apart = {row.writer: row for row in append.apart}
     assert apart["pyiceberg-fast-append-naive"].outcome == "FAIL"

@@ -110,6 +110,12 @@ class Settings(BaseSettings):
     scan_cost: bool = Field(
         True, description="after each write, time a full and a selective scan of the table (one fixed reader)"
     )
+    reads: int = Field(
+        10,
+        ge=0,
+        le=1_000_000,
+        description="the downstream reads a table's total cost counts: this many full and selective scans",
+    )
     update_ratio: float = Field(0.2, ge=0, le=1, allow_inf_nan=False)
     insert_ratio: float = Field(0.1, ge=0, le=10, allow_inf_nan=False)
 

@@ -132,6 +132,11 @@ def add_settings_flags(parser: argparse.ArgumentParser, memory_axis: bool = Fals
         help="skip the full and selective scan timed after each write (writes only)",
     )  # fmt: skip
     parser.add_argument(
+        "--reads", metavar="N", type=int,
+        help="the total cost of a writer's table counts its step and N full and N selective scans "
+        "(default 10)",
+    )  # fmt: skip
+    parser.add_argument(
         "--fail-on-verdict", action="store_true",
         help="exit 3 when a run did not pass (failed check, OOM, error; unsupported pairs excepted); "
         "default: exit 0, failures are results",
@@ -305,6 +310,7 @@ def settings(args: argparse.Namespace) -> Settings:
         results_dir=args.results,
         keep_warehouse=args.keep_warehouse,
         scan_cost=args.scan_cost,
+        reads=args.reads,
         update_ratio=getattr(args, "update_ratio", None),
         insert_ratio=getattr(args, "insert_ratio", None),
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -411,8 +411,16 @@ class RunRecord(WorkerFigures):
     write_requests_usd: float | None = None  # their price on AWS S3 Standard (s3_counter.PRICE_URL)
     full_scan_requests: int | None = None  # the oracle's read-back (all of its judging)
     full_scan_bytes_out: int | None = None
+    full_scan_requests_usd: float | None = None  # at list prices, as write_requests_usd
     selective_scan_requests: int | None = None
     selective_scan_bytes_out: int | None = None
+    selective_scan_requests_usd: float | None = None
+    # What owning the table the run left costs (harness/run/classify.py total_cost_figures): the
+    # run's own step (write_s, write_requests_usd) and `reads` full and selective scans of its
+    # table (--reads). None where a part was not measured (no scans; no counter, as on embedded).
+    reads: int | None = None
+    total_cost_s: float | None = None
+    total_cost_usd: float | None = None
     isolation: str
     # The services the stack started (S3 server, REST catalog), outside the box: each one's
     # resident peak since it started, by name.
@@ -657,6 +665,8 @@ METRICS: tuple[Metric, ...] = (
     Metric(name="write_requests", label="S3 requests", unit="count", plot=True, gate=_NO_MORE_REQUESTS),
     Metric(name="write_requests_usd", label="S3 $ (list)", unit="usd"),
     Metric(name="full_scan_requests", label="full scan requests", unit="count", summary=False),
+    Metric(name="total_cost_s", label="total s", unit="s", aggregate="median", summary=False),
+    Metric(name="total_cost_usd", label="total $", unit="usd", summary=False),
     Metric(name="selective_scan_requests", label="selective scan requests", unit="count", summary=False, gate=_NO_MORE_SCAN_REQUESTS),  # noqa: E501
     Metric(name="growth_exponent", label="growth exponent", unit="exponent", aggregate="median", compare="delta", of="fit", gate=_GROWTH),  # noqa: E501
     Metric(name="tail_exponent", label="tail exponent", unit="exponent", aggregate="median", compare="delta", of="fit"),  # noqa: E501
@@ -668,6 +678,14 @@ METRICS: tuple[Metric, ...] = (
 def metrics(of: Literal["run", "fit"]) -> list[Metric]:
     """The registry's metrics of runs or of fits, read when called (tests register more)."""
     return [metric for metric in METRICS if metric.of == of]
+
+
+def total_cost(steps: Sequence[float | None], read: Sequence[float | None], reads: int) -> float | None:
+    """What owning a table costs: the steps that made it and `reads` times one read of it (a full
+    and a selective scan), in seconds or in dollars; None where a part was not measured."""
+    if any(value is None for value in (*steps, *read)):
+        return None
+    return sum(value or 0.0 for value in steps) + reads * sum(value or 0.0 for value in read)
 
 
 def metric(name: str) -> Metric | None:

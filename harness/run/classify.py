@@ -11,7 +11,16 @@ from harness.base.caps import format_size
 from harness.base.growth import late_early_ratio
 from harness.base.progress import Progress
 from harness.judge.scan_cost import ScanReport
-from harness.model import Feed, KillNote, OomLimit, Status, WorkerOutcome, WorkerResult
+from harness.model import (
+    Feed,
+    KillNote,
+    OomLimit,
+    RunRecord,
+    Status,
+    WorkerOutcome,
+    WorkerResult,
+    total_cost,
+)
 from harness.services.launcher import Launch
 from harness.services.s3_counter import Traffic
 
@@ -144,8 +153,24 @@ def traffic_figures(
         })  # fmt: skip
     for name, traffic in (("full_scan", full_scan), ("selective_scan", selective)):
         if traffic is not None:
-            figures |= {f"{name}_requests": traffic.total, f"{name}_bytes_out": traffic.bytes_out}
+            figures |= {
+                f"{name}_requests": traffic.total,
+                f"{name}_bytes_out": traffic.bytes_out,
+                f"{name}_requests_usd": traffic.list_price_usd,
+            }
     return figures
+
+
+def total_cost_figures(record: RunRecord, reads: int) -> dict[str, Any]:
+    """What owning the table the run left costs: the run's own step and `reads` full and selective
+    scans of the table, in seconds and in request dollars (model.total_cost). The full scan's
+    requests are the oracle's whole read-back, so its dollars are an upper bound."""
+    scans_usd = [record.full_scan_requests_usd, record.selective_scan_requests_usd]
+    return {
+        "reads": reads,
+        "total_cost_s": total_cost([record.write_s], [record.full_scan_s, record.selective_scan_s], reads),
+        "total_cost_usd": total_cost([record.write_requests_usd], scans_usd, reads),
+    }
 
 
 def status_of(

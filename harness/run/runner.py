@@ -59,7 +59,7 @@ from harness.model import (
     WorkerResult,
     WorkerSpec,
 )
-from harness.run.classify import classify, scan_figures, traffic_figures
+from harness.run.classify import classify, scan_figures, total_cost_figures, traffic_figures
 from harness.services import rust_worker
 from harness.services.container import launch_container
 from harness.services.envs import (
@@ -320,6 +320,8 @@ class Runner:
             record = build_record(identity, ends, None, harness_error=str(failed))
             return record.model_copy(update=traffic_figures(wrote, None, None)), ends
         record = build_record(identity, ends, judgement, {**scan, **traffic_figures(wrote, judged, scanned)})
+        if self.settings.scan_cost:
+            record = record.model_copy(update=total_cost_figures(record, self.settings.reads))
         record.service_peak_rss_bytes = service_peaks()  # the stack's servers, outside the box
         if self.settings.profile == "memray" and (flamegraph := render_flamegraph(work)):
             record.profile_flamegraph = str(flamegraph)

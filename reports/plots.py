@@ -36,7 +36,7 @@ from harness.model import Metric, RunRecord, metrics, run_key
 from reports.caps import CapFigure, cap_figures, table_text
 from reports.fits import Fit, point_batches
 from reports.rounds import followed_metrics, phase_series
-from reports.summary import metric_text
+from reports.summary import metric_text, writer_text
 from reports.verdict import VerdictGroup, VerdictRow, cap_text, outcome_of, verdict_groups
 
 MIB = 2**20
@@ -598,6 +598,20 @@ def _failed_bar(colour: str) -> dict[str, object]:
     return {"facecolor": "white", "hatch": "////", "edgecolor": colour, "linewidth": 0.8}
 
 
+def _step_positions(records: Sequence[RunRecord]) -> dict[int, float]:
+    """Each round's record at its step within the round: a round's phases (which may repeat, as
+    three appends a day) spread over [round, round + 1), in the order they ran."""
+    steps: dict[tuple[str, int], list[RunRecord]] = defaultdict(list)
+    for record in records:
+        if record.round is not None:
+            steps[(writer_text(record), record.round)].append(record)
+    positions = {}
+    for (_, round_number), found in steps.items():
+        for index, record in enumerate(sorted(found, key=lambda r: r.started_at)):
+            positions[id(record)] = round_number + index / len(found)
+    return positions
+
+
 def rounds_figure(records: Sequence[RunRecord]) -> Figure | None:
     """A panel per followed metric against the round, a line per writer and phase that ran (an
     unsupported phase has none); a phase whose verdict failed is marked with a red X on its round."""
@@ -610,16 +624,17 @@ def rounds_figure(records: Sequence[RunRecord]) -> Figure | None:
     figure, axes = _panels(len(followed))
     palette = _colours(series.writer for series in found)
     styles = dict(zip(sorted({s.phase for s in found}), ["-", "--", ":", "-."], strict=False))
+    at = _step_positions(records)
     for axis, shown in zip(axes, followed, strict=True):
         for series in found:
-            rounds = [r.round for r in series.records]
+            rounds = [at[id(r)] for r in series.records]
             values = [getattr(r, shown.name) for r in series.records]
             axis.plot(
                 rounds, [float("nan") if v is None else v for v in values],
                 color=palette[series.writer], linestyle=styles[series.phase], marker="o", markersize=3,
                 label=f"{series.writer} {series.phase}",
             )  # fmt: skip
-            failed = [(r.round, v) for r, v in zip(series.records, values, strict=True)
+            failed = [(at[id(r)], v) for r, v in zip(series.records, values, strict=True)
                       if v is not None and not (r.verdict and r.verdict.passed)]  # fmt: skip
             if failed:  # on its writer's line, above its markers
                 fail_marks(axis, *zip(*failed, strict=True), size=60)

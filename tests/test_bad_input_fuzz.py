@@ -291,6 +291,7 @@ CONFIG_VALID: dict[tuple[str, str], dict[str, str]] = {
         for key in ("worker_image", "warehouse", "s3_region")
     },
     ("matrix", "batches"): {"[1, 2]": "batch counts 1 and 2 are a scale axis"},
+    **{(table, "format_versions"): {"[1, 2]": "format versions 1 and 2"} for table in ("matrix", "rounds")},
     **{(table, "sort"): {'""': "the default: unsorted"} for table in ("matrix", "rounds")},
     ("rounds", "maintainer"): {'""': "the default: each writer's own maintainer"},
     **{

@@ -95,7 +95,7 @@ def test_an_axis_declared_once_is_on_matrix_rounds_and_the_config_file(tmp_path)
         shutil.copytree(REPO / package, copy / package, ignore=shutil.ignore_patterns("__pycache__"))
     config = copy / "harness" / "run" / "config.py"
     text = config.read_text()
-    anchor = '    _split = field_validator("writers", mode="before")(comma_separated)'
+    anchor = '    _split = field_validator("writers", "format_versions", mode="before")(comma_separated)'
     assert anchor in text
     config.write_text(
         text.replace(

@@ -19,6 +19,8 @@ from harness.model import TableLayout
 # Iceberg's own default for write.target-file-size-bytes (512 MiB), where a table does not set it.
 TARGET_FILE_SIZE_PROPERTY = "write.target-file-size-bytes"
 DEFAULT_TARGET_FILE_BYTES = 512 * 2**20
+FORMAT_VERSION_PROPERTY = "format-version"
+FORMAT_VERSIONS = ("1", "2", "3")
 UNPARTITIONED = ("", "none", "unpartitioned")
 
 _SPARK_NAMES = {"years": "year", "months": "month", "days": "day", "hours": "hour"}
@@ -129,16 +131,10 @@ def parse_property(text: str) -> tuple[str, str]:
         raise IcebenchError(
             f"--table-property {text}: give key=value, e.g. {TARGET_FILE_SIZE_PROPERTY}=134217728"
         )
-    if "." not in key and key != "format-version":
+    if "." not in key and key != FORMAT_VERSION_PROPERTY:
         raise IcebenchError(f"--table-property {text}: {key} is not an Iceberg table property")
-    if key == "format-version":
-        if value == "3":  # the harness creates and reads every table with pyiceberg
-            raise IcebenchError(
-                "--table-property format-version=3: icebench creates tables with pyiceberg, which cannot "
-                "write v3 metadata yet (apache/iceberg-python#1551)"
-            )
-        if value not in ("1", "2"):
-            raise IcebenchError(f"--table-property {text}: Iceberg's format versions are 1, 2 and 3")
+    if key == FORMAT_VERSION_PROPERTY and value not in FORMAT_VERSIONS:
+        raise IcebenchError(f"--table-property {text}: Iceberg's format versions are 1, 2 and 3")
     check_write_property(text, key, value)
     return key, value
 

@@ -4,11 +4,13 @@ worker's report decide."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 from harness.base.caps import format_size
 from harness.base.growth import late_early_ratio
+from harness.base.layout_text import FORMAT_VERSION_PROPERTY
 from harness.base.progress import Progress
 from harness.judge.scan_cost import ScanReport
 from harness.model import (
@@ -17,12 +19,29 @@ from harness.model import (
     OomLimit,
     RunRecord,
     Status,
+    TableLayout,
     WorkerOutcome,
     WorkerResult,
     total_cost,
 )
 from harness.services.launcher import Launch
 from harness.services.s3_counter import Traffic
+
+# How a library says it does not write a table's format version: pyiceberg 0.12's `NotImplementedError:
+# Writing V3 is not yet supported` (its SQL catalog), `ValueError: Cannot write manifest for table
+# version: 3` (through REST).
+FORMAT_VERSION_REFUSAL = re.compile(r"^NotImplementedError\b|\b(table|format)[ -]version\b", re.IGNORECASE)
+
+
+def format_version_refusal(layout: TableLayout, outcome: WorkerOutcome) -> str | None:
+    """Why a worker that failed on a v3 (or later) table is `unsupported`, in its library's own
+    words: the error it ended with says the library does not write that format version."""
+    version = dict(layout.properties).get(FORMAT_VERSION_PROPERTY)
+    if outcome.status != "error" or not outcome.error or version is None or int(version) < 3:
+        return None
+    if not FORMAT_VERSION_REFUSAL.search(outcome.error):
+        return None
+    return f"writes no v{version} table: {outcome.error}"
 
 
 def classify(

@@ -14,7 +14,13 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from harness.base.caps import ByteSize
 from harness.base.config_file import Flag, read_table
 from harness.base.errors import IcebenchError
-from harness.base.layout_text import parse_layout, parse_partition, parse_property, parse_sort
+from harness.base.layout_text import (
+    FORMAT_VERSION_PROPERTY,
+    parse_layout,
+    parse_partition,
+    parse_property,
+    parse_sort,
+)
 from harness.model import DEFAULT_ROUND_PHASES, ROUND_PHASES, Maintenance, TableLayout
 
 if TYPE_CHECKING:  # annotations only: settings load pydantic-settings, which the CLI's help need not
@@ -77,13 +83,25 @@ class Axes(BaseModel):
             check=parse_property,
         ),
     ] = Field(default_factory=list)
-    _split = field_validator("writers", mode="before")(comma_separated)
+    format_versions: Annotated[
+        list[Annotated[int, Field(ge=1, le=3)]],  # Iceberg's format versions
+        Flag(
+            "--format-version",
+            "the tables' Iceberg format versions, e.g. 1,2,3 (default: the catalog's, 2): a table each",
+            metavar="VERSIONS",
+        ),
+    ] = Field(default_factory=list)
+    _split = field_validator("writers", "format_versions", mode="before")(comma_separated)
 
     def layouts(self) -> list[TableLayout]:
-        """The tables each pair runs on, one per partitioning (one-line error for a bad spelling)."""
+        """The tables each pair runs on, one per partitioning and format version (one-line error for
+        a bad spelling)."""
+        versions = [[f"{FORMAT_VERSION_PROPERTY}={v}"] for v in dict.fromkeys(self.format_versions)] or [[]]
         return list(
             dict.fromkeys(
-                parse_layout(spec, self.sort, self.table_properties) for spec in self.partitions or [""]
+                parse_layout(spec, self.sort, [*self.table_properties, *version])
+                for spec in self.partitions or [""]
+                for version in versions
             )
         )
 

@@ -59,7 +59,13 @@ from harness.model import (
     WorkerResult,
     WorkerSpec,
 )
-from harness.run.classify import classify, scan_figures, total_cost_figures, traffic_figures
+from harness.run.classify import (
+    classify,
+    format_version_refusal,
+    scan_figures,
+    total_cost_figures,
+    traffic_figures,
+)
 from harness.services import rust_worker
 from harness.services.container import launch_container
 from harness.services.envs import (
@@ -653,6 +659,8 @@ class Runner:
             fed=read_progress(worker.spec.progress_path) if worker.spec.progress_path else None,
             oom_after_feed_cause=self._known_cause(writer, result),
         )
+        if refusal := format_version_refusal(plan.layout, outcome):
+            outcome.status, outcome.error = "unsupported", refusal
         return WorkerEnd(worker.feed, outcome, result, started=worker.spec.started_marker.exists())
 
     def _known_cause(self, writer: Engine, result: WorkerResult | None) -> str | None:

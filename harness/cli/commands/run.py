@@ -9,7 +9,7 @@ from harness.cli.flags import add_axis_flags, add_settings_flags, add_source_fla
 from harness.cli.parser import one_known, one_of
 from harness.run.config import MatrixConfig
 
-LAYOUT_FIELDS = ("partitions", "sort", "table_properties")
+LAYOUT_FIELDS = ("partitions", "sort", "table_properties", "format_versions")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +52,10 @@ def run(args: argparse.Namespace) -> None:
     writer = the_writers(args.writer, one=True)[0]
     preset, sets = run_sets(args.scenario, args.preset, your_data(args), chosen, RichEvents())
     layouts = MatrixConfig(
-        partitions=args.partitions or [""], sort=args.sort or "", table_properties=args.table_properties or []
+        partitions=args.partitions or [""],
+        sort=args.sort or "",
+        table_properties=args.table_properties or [],
+        format_versions=args.format_versions or [],
     ).layouts()
     check_layouts(layouts, [args.scenario], sets)
     plans = [

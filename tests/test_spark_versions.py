@@ -9,7 +9,14 @@ import pytest
 from harness.base.errors import IcebenchError
 from harness.base.results import read_runs
 from harness.cli.main import main
-from harness.engines.spark import JARS_ROOT, missing_jars, spark_line
+from harness.engines.spark import (
+    ICEBERG_SPARK_VARIABLE,
+    JARS_ROOT,
+    check_loaded_runtime,
+    missing_jars,
+    spark_line,
+    spark_session,
+)
 from reports.baseline import newest_results_folder
 
 pytestmark = [
@@ -41,17 +48,30 @@ def test_iceberg_spark_runtimes_side_by_side(settings, tiny_sets):
         )
 
 
-def test_spark_4_runs_on_its_own_iceberg_runtime(settings, tiny_sets):
+def test_spark_4_1_runs_on_its_own_iceberg_runtime(settings, tiny_sets):
+    """The newest Spark line on the newest Iceberg built for it (its runtime begins at 1.11.0)."""
     code = main(
         ["run", "--scenario", "upsert", "--writer", "spark", "--preset", "tiny", "--memory", "2g",
-         "--pyspark", "4.0.1"]
+         "--pyspark", "4.1.4"]
     )  # fmt: skip
     assert code == 0
-    record = _runs(settings)["spark", "pyspark 4.0.1"]
+    record = _runs(settings)["spark", "pyspark 4.1.4"]
     assert record.status == "ok" and record.verdict.passed
-    assert record.versions["pyspark"] == "4.0.1"
-    runtime = record.versions["iceberg-spark-runtime"]
-    assert (JARS_ROOT / "spark-4.0_2.13" / f"iceberg-{runtime}" / ".complete").is_file()
+    assert record.versions["pyspark"] == "4.1.4"
+    assert record.versions["iceberg-spark-runtime"] == "1.12.0"  # what the worker's JVM loaded
+    assert (JARS_ROOT / "spark-4.1_2.13" / "iceberg-1.12.0" / ".complete").is_file()
+
+
+def test_a_runtime_other_than_the_one_named_is_refused(tmp_path, monkeypatch):
+    catalog = {"type": "sql", "uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}"}
+    session = spark_session(catalog, None)
+    try:
+        monkeypatch.setenv(ICEBERG_SPARK_VARIABLE, "9.9.9")  # the label would say 9.9.9
+        loaded = "the Spark JVM loaded Iceberg 1.10.1, not the runtime 9.9.9"
+        with pytest.raises(IcebenchError, match=re.escape(loaded)):
+            check_loaded_runtime(session)
+    finally:
+        session.stop()
 
 
 def test_an_iceberg_release_maven_central_lacks_is_one_line_before_any_run(capsys, tiny_sets):
@@ -63,8 +83,8 @@ def test_an_iceberg_release_maven_central_lacks_is_one_line_before_any_run(capsy
 
 
 def test_a_spark_without_an_iceberg_runtime_here_is_refused_before_installing_it(capsys, tiny_sets):
-    refusal = "pyspark 3.3.2: Iceberg's Spark runtimes here are for Spark 3.5, 4.0"
-    assert spark_line("3.5.9") == "3.5_2.12" and spark_line("4.0.1") == "4.0_2.13"
+    refusal = "pyspark 3.3.2: Iceberg's Spark runtimes here are for Spark 3.5, 4.0, 4.1"
+    assert spark_line("3.5.9") == "3.5_2.12" and spark_line("4.1.4") == "4.1_2.13"
     with pytest.raises(IcebenchError, match=f"^{re.escape(refusal)}$"):
         spark_line("3.3.2")
     code = main(["run", "--scenario", "append", "--writer", "spark", "--pyspark=3.3.2"])

@@ -39,7 +39,10 @@ DEFAULT_ICEBERG_SPARK = "1.10.1"  # compose/spark/fetch-jars.sh DEFAULT_ICEBERG
 # The Iceberg runtime of a worker other than the default: `--iceberg-spark` (the runner sets it).
 ICEBERG_SPARK_VARIABLE = "ICEBENCH_ICEBERG_SPARK"
 # pyspark's minor version: the Spark line Iceberg builds its runtime for (Spark 4 is Scala 2.13 only).
-SPARK_LINES = {"3.5": "3.5_2.12", "4.0": "4.0_2.13"}
+SPARK_LINES = {"3.5": "3.5_2.12", "4.0": "4.0_2.13", "4.1": "4.1_2.13"}
+# The Iceberg runtime a line runs on unless --iceberg-spark says otherwise: Spark 4.1's runtime begins
+# at Iceberg 1.11.0 (Maven Central, 2026-11); the newest release is taken.
+LINE_ICEBERG_SPARK = {"4.1_2.13": "1.12.0"}
 SQLITE_JDBC = "sqlite-jdbc-3.50.3.0.jar"  # compose/spark/fetch-jars.sh SQLITE_JDBC
 FETCH_TIMEOUT_S = 900.0
 MIN_HEAP = 512 * 2**20
@@ -68,7 +71,12 @@ def quoted(*parts: str) -> str:
 
 
 def iceberg_spark_version() -> str:
-    return os.environ.get(ICEBERG_SPARK_VARIABLE) or DEFAULT_ICEBERG_SPARK
+    return os.environ.get(ICEBERG_SPARK_VARIABLE) or line_iceberg_spark(spark_line())
+
+
+def line_iceberg_spark(line: str) -> str:
+    """The Iceberg runtime a Spark line runs on by default."""
+    return LINE_ICEBERG_SPARK.get(line, DEFAULT_ICEBERG_SPARK)
 
 
 def spark_line(pyspark_version: str | None = None) -> str:
@@ -284,4 +292,14 @@ def spark_session(
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
+    if catalog_properties is not None:  # Iceberg's jars are on the class path
+        check_loaded_runtime(session)
     return session
+
+
+def check_loaded_runtime(session: SparkSession) -> None:
+    """The record names the Iceberg runtime this worker asked for (iceberg_spark_version): the JVM
+    must have loaded that one, not another jar on its class path."""
+    loaded = str(session._jvm.org.apache.iceberg.IcebergBuild.version())  # type: ignore[attr-defined]
+    if loaded != (asked := iceberg_spark_version()):
+        raise IcebenchError(f"the Spark JVM loaded Iceberg {loaded}, not the runtime {asked} it was given")

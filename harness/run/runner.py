@@ -32,7 +32,7 @@ from harness.base.table_files import orphan_files
 from harness.engines.availability import unavailable_in
 from harness.engines.choices import file_io_impl
 from harness.engines.maintainers import Maintainer, get_maintainer
-from harness.engines.spark import DEFAULT_ICEBERG_SPARK, ICEBERG_SPARK_VARIABLE, fetch_jars, spark_line
+from harness.engines.spark import ICEBERG_SPARK_VARIABLE, fetch_jars, line_iceberg_spark, spark_line
 from harness.engines.verifiers import Verifier, equality_delete_readers, get_verifier
 from harness.engines.writers import Writer, get_writer, writer_file_variables, writer_folders, writer_origin
 from harness.engines.writers.base import ProgramWriter
@@ -210,7 +210,7 @@ class Runner:
             return
         if variant.library == "pyspark":  # Spark's other line: its Scala's build of the runtime
             line = spark_line(variant.version)  # one no Iceberg runtime is built for: refused before pip
-            fetch_jars(DEFAULT_ICEBERG_SPARK, line)
+            fetch_jars(line_iceberg_spark(line), line)
         self.python = library_env(variant.library, variant.version, self.envs_root)
         imported = installed_version(self.python, variant.library)
         if parse_source(variant.version) is not None:  # named as built, from the environment it runs in

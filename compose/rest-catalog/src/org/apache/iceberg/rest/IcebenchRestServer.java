@@ -15,6 +15,7 @@ import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import org.apache.iceberg.BaseTable;
 import org.apache.iceberg.BaseTransaction;
 import org.apache.iceberg.CatalogProperties;
@@ -136,12 +137,16 @@ public final class IcebenchRestServer {
 
     @Override
     public <T extends RESTResponse> T handleRequest(
-        Route route, Map<String, String> vars, Object body, Class<T> responseType) {
+        Route route,
+        Map<String, String> vars,
+        HTTPRequest request,
+        Class<T> responseType,
+        Consumer<Map<String, String>> responseHeaders) {
       if (route != Route.COMMIT_TRANSACTION) {
-        return super.handleRequest(route, vars, body, responseType);
+        return super.handleRequest(route, vars, request, responseType, responseHeaders);
       }
       List<UpdateTableRequest> changes =
-          castRequest(CommitTransactionRequest.class, body).tableChanges();
+          castRequest(CommitTransactionRequest.class, request.body()).tableChanges();
       TableOperations[] operations = new TableOperations[changes.size()];
       for (int i = 0; i < changes.size(); i++) {
         UpdateTableRequest change = changes.get(i);

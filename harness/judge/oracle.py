@@ -45,6 +45,7 @@ from harness.judge.difference import (
     key_name,
     repeated_keys_reason,
 )
+from harness.judge.lineage import lineage_check
 from harness.judge.metadata import (
     SnapshotChanges,
     layout_check,
@@ -191,6 +192,8 @@ def judge(
     checks, judged_by = _visible_content_checks(table, content, expected, verifier, options, equality_reader)
     checks += _file_checks(table, content)
     checks.append(live_files_check(files))
+    if (lineage := lineage_check(table)) is not None:  # v3 tables
+        checks.append(lineage)
     checks.append(partition_check(table, content))
     if expected_schema is not None:
         checks.append(schema_check(table, expected_schema, content))

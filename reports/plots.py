@@ -422,14 +422,17 @@ def timeline_figure(records: Sequence[RunRecord]) -> Figure | None:
     colours = _colours(_label(r, several) for r in runs)
     figure, axes = _panels(len(panels), width=7.0)
     for axis, (scenario, group) in zip(axes, panels.items(), strict=True):
+        named: set[str] = set()  # a legend entry per label: the rounds' steps are many runs of one writer
         for record in sorted(group, key=lambda r: r.writer):
             seconds = [sample[0] for sample in record.memory_timeline]
             usage = [sample[1] / MIB for sample in record.memory_timeline]
             label = _label(record, several)
             word = status_word(record)
+            entry = label + (f" ({word})" if word else "")
             axis.plot(
-                seconds, usage, lw=1.2, label=label + (f" ({word})" if word else ""), color=colours[label]
+                seconds, usage, lw=1.2, label="_nolegend_" if entry in named else entry, color=colours[label]
             )
+            named.add(entry)
             if word:
                 fail_marks(axis, seconds[-1:], usage[-1:], size=50)
         for cap in {r.cap_bytes for r in group if r.cap_bytes}:

@@ -139,15 +139,15 @@ def rounds_tables(records: Sequence[RunRecord]) -> list[Table]:
 COMPACT = "compact"
 MAINTENANCE_HEADERS = [
     "writer", "data files", "full scan s", "selective scan s", "scan $ / read",
-    "total, no maintenance", "total, maintained",
+    "owned, last compaction skipped", "owned, at the end",
 ]  # fmt: skip
 
 
 def maintenance_rows(records: Iterable[RunRecord]) -> tuple[list[str], list[list[str]], set[int]]:
     """Per writer whose rounds compact: its table just before the last compaction and at the end
-    (files, each scan's time, a read's request dollars), and what owning it costs either way: every
-    write (and, maintained, every maintenance step) and `reads` full and selective scans of the table
-    as it was then. Headers, cells, numeric columns; no rows when no writer compacts."""
+    (files, each scan's time, a read's request dollars), and what owning it costs either way: the
+    steps that made the table as it was then and `reads` full and selective scans of it. Headers,
+    cells, numeric columns; no rows when no writer compacts."""
     by_writer: dict[str, list[RunRecord]] = defaultdict(list)
     for record in sorted(records, key=lambda r: r.started_at):
         if record.round is not None and record.phase is not None:
@@ -157,15 +157,15 @@ def maintenance_rows(records: Iterable[RunRecord]) -> tuple[list[str], list[list
         compactions = [index for index, step in enumerate(steps) if step.phase == COMPACT]
         if not compactions or compactions[-1] == 0:
             continue
-        before, after = steps[compactions[-1] - 1], steps[-1]
-        writes = [step for step in steps if step.maintainer is None]
+        last_compaction = compactions[-1]
+        before, after = steps[last_compaction - 1], steps[-1]
         rows.append([
             writer,
             _change(before.data_files, after.data_files, str),
             _change(before.full_scan_s, after.full_scan_s, lambda v: f"{v:.2f}"),
             _change(before.selective_scan_s, after.selective_scan_s, lambda v: f"{v:.2f}"),
             _change(_read_usd(before), _read_usd(after), lambda v: f"${v:.6f}"),
-            _owned_text(writes, before),
+            _owned_text(steps[:last_compaction], before),
             _owned_text(steps, after),
         ])  # fmt: skip
     return MAINTENANCE_HEADERS, rows, set(range(1, len(MAINTENANCE_HEADERS)))
@@ -197,10 +197,11 @@ def _owned_text(steps: Sequence[RunRecord], table: RunRecord) -> str:
 
 MAINTENANCE_TITLE = "Maintenance: the table before the last compaction → at the end, and what owning it costs"
 MAINTENANCE_NOTE = (
-    "total, no maintenance: every write's own time (and request dollars) and N reads (a full and a "
-    "selective scan each, --reads) of the table before the last compaction; total, maintained: every "
-    "write and maintenance step and N reads of the table at the end. Dollars: S3's list prices, where "
-    "the stack counts requests (the full scan's: the oracle's whole read-back, an upper bound)."
+    "owned: the steps that made the table (their own time and request dollars) and N reads of it (a "
+    "full and a selective scan each, --reads); last compaction skipped: every step before it and the "
+    "table as they left it; at the end: every step, the last compaction and what followed included. "
+    "Dollars: S3's list prices, where the stack counts requests (the full scan's: the oracle's whole "
+    "read-back, an upper bound)."
 )
 
 

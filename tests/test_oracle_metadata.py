@@ -78,6 +78,8 @@ def test_the_undamaged_table_passes_every_metadata_check(tiny_sets, tmp_path):
         "manifest_lists": 2,
         "manifests": 1,
         "entries": 2,
+        "deletion_vectors": 0,
+        "deleted_positions": 0,
     }
 
 

@@ -112,16 +112,16 @@ def test_the_spark_writers_take_spark_options_into_the_job():
 
 
 def test_a_spark_failure_is_its_java_exception_in_one_line():
-    from harness.engines.writers.spark import _plain_failure
+    from harness.engines.writers.spark import spark_failure
 
     py4j = Exception(
         "An error occurred while calling o65.sql.\n"
         ": org.apache.iceberg.exceptions.ValidationException: Found conflicting files that can contain "
         "records matching true: [data/a.parquet]\n\tat org.apache.iceberg.MergingSnapshotProducer.validate"
     )
-    assert str(_plain_failure(py4j)) == (
+    assert str(spark_failure(py4j)) == (
         "Spark: ValidationException: Found conflicting files that can contain records matching true: "
         "[data/a.parquet]"
     )
     nested = Exception("failed\nCaused by: java.io.IOException: outer\nCaused by: disk gone")
-    assert str(_plain_failure(nested)) == "Spark: disk gone"
+    assert str(spark_failure(nested)) == "Spark: disk gone"

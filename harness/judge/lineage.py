@@ -42,7 +42,7 @@ class RowIds:
         return self.first + self.count
 
 
-def _read(table: Table, path: str, schema: Schema) -> list[dict[str, Any]]:
+def read_avro(table: Table, path: str, schema: Schema) -> list[dict[str, Any]]:
     """An Avro file's records as dicts by the schema's field names (nested records too)."""
     with AvroFile[Record](table.io.new_input(path), schema) as reader:
         return [_named(record, schema.as_struct()) for record in reader]
@@ -65,11 +65,11 @@ def live_file_row_ids(table: Table) -> tuple[list[RowIds], list[str]]:
     if snapshot is None:
         return [], []
     held, without = [], []
-    for manifest in _read(table, snapshot.manifest_list, MANIFEST_LIST_FILE_SCHEMAS[V3]):
+    for manifest in read_avro(table, snapshot.manifest_list, MANIFEST_LIST_FILE_SCHEMAS[V3]):
         if manifest["content"] != DATA:
             continue
         next_inherited = manifest.get("first_row_id")
-        for entry in _read(table, manifest["manifest_path"], MANIFEST_ENTRY_SCHEMAS[V3]):
+        for entry in read_avro(table, manifest["manifest_path"], MANIFEST_ENTRY_SCHEMAS[V3]):
             data_file = entry["data_file"]
             first = data_file.get("first_row_id")
             if first is None and next_inherited is not None:

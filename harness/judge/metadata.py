@@ -25,13 +25,20 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
+from pyiceberg.manifest import (
+    MANIFEST_ENTRY_SCHEMAS,
+    DataFileContent,
+    FileFormat,
+    ManifestEntry,
+    ManifestEntryStatus,
+)
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
 
 from harness.base.layout import table_specs
 from harness.base.reasons import counted, first_few, short_path
+from harness.judge.lineage import V3, read_avro
 from harness.model import Check, TableLayout
 
 # Java's TableMetadata allows a log entry up to a minute before the one it follows (clocks of
@@ -103,19 +110,34 @@ def snapshot_changes(table: Table, snapshot: Snapshot) -> SnapshotChanges:
         if manifest.added_snapshot_id != snapshot.snapshot_id:
             continue
         changes.manifests[manifest.manifest_path] = manifest.sequence_number
-        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=False):
+        entries = manifest.fetch_manifest_entry(table.io, discard_deleted=False)
+        for entry, size in zip(entries, _content_sizes(table, manifest.manifest_path, entries), strict=True):
             if entry.snapshot_id != snapshot.snapshot_id:
                 continue
             data_file = entry.data_file
             if entry.status == ManifestEntryStatus.ADDED:
                 changes.files[data_file.content] += 1
                 changes.rows[data_file.content] += data_file.record_count
-                changes.added_bytes += data_file.file_size_in_bytes
+                changes.added_bytes += size
             elif entry.status == ManifestEntryStatus.DELETED:
                 changes.removed_files[data_file.content] += 1
                 changes.removed_rows[data_file.content] += data_file.record_count
-                changes.removed_bytes += data_file.file_size_in_bytes
+                changes.removed_bytes += size
     return changes
+
+
+def _content_sizes(table: Table, manifest_path: str, entries: list[ManifestEntry]) -> list[int]:
+    """Each entry's bytes as a summary counts them: a deletion vector's own blob, not the Puffin
+    file it shares with others (Java's ScanTaskUtil.contentSizeInBytes). pyiceberg 0.12 drops the
+    v3 field `content_size_in_bytes`: a manifest holding Puffin files is read again with its v3
+    schema."""
+    if not any(entry.data_file.file_format == FileFormat.PUFFIN for entry in entries):
+        return [entry.data_file.file_size_in_bytes for entry in entries]
+    records = read_avro(table, manifest_path, MANIFEST_ENTRY_SCHEMAS[V3])
+    return [
+        record["data_file"].get("content_size_in_bytes") or entry.data_file.file_size_in_bytes
+        for entry, record in zip(entries, records, strict=True)
+    ]
 
 
 def new_snapshots(table: Table, before_ids: set[int]) -> list[Snapshot]:

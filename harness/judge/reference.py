@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import atexit
 import json
-import os
 import select
 import shutil
 import subprocess
@@ -27,21 +26,11 @@ from pyiceberg.table import Table
 from harness.base.errors import IcebenchError, warn
 from harness.base.orphan_guard import guarded
 from harness.model import Check
+from harness.services.iceberg_java import java_file_io_properties
 
 REFERENCE_CHECK = "loads_in_reference"
 MAIN_CLASS = "org.apache.iceberg.rest.IcebenchReferenceJudge"
 ANSWER_TIMEOUT_S = 300.0
-# pyiceberg's FileIO properties as Iceberg Java's S3FileIO names them; the rest pass as they are.
-_JAVA_NAMES = {"s3.region": "client.region"}
-_PASSED_PREFIXES = ("s3.", "client.")
-# Where the harness's own pyiceberg found its S3 credentials in the environment (as the stacks set
-# them), Java is given them as properties: its JVM may have started before they were set.
-_FROM_ENVIRONMENT = {
-    "s3.access-key-id": "AWS_ACCESS_KEY_ID",
-    "s3.secret-access-key": "AWS_SECRET_ACCESS_KEY",
-    "s3.session-token": "AWS_SESSION_TOKEN",
-    "client.region": "AWS_REGION",
-}
 
 
 class ReferenceJudge:
@@ -61,7 +50,7 @@ class ReferenceJudge:
                 process = self._running()
                 if process is None:
                     return None
-                properties = _java_properties(table.io.properties)
+                properties = java_file_io_properties(table.io.properties)
                 request = {"metadata": table.metadata_location, "properties": properties}
                 answer, failure = self._ask(process, request)
                 if answer is not None or "timed out" in failure:
@@ -139,16 +128,6 @@ def _start() -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         guarded(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
     )
-
-
-def _java_properties(properties: dict[str, str]) -> dict[str, str]:
-    given = {
-        _JAVA_NAMES.get(key, key): value
-        for key, value in properties.items()
-        if key.startswith(_PASSED_PREFIXES) and value is not None
-    }
-    found = {key: os.environ[name] for key, name in _FROM_ENVIRONMENT.items() if name in os.environ}
-    return {**found, **given}
 
 
 REFERENCE = ReferenceJudge()

@@ -1,0 +1,153 @@
+"""Deletion vectors (Iceberg v3): Spark's merge-on-read upsert into a v3 table writes them as Puffin
+blobs; the oracle applies them through pyiceberg's reader, and Iceberg Java reads every live blob
+(`loads_in_reference`). The same table with one vector damaged fails: a deleted row moved to
+another row (a valid vector, the wrong rows: the content says so), a position past its data file's
+rows, a blob whose checksum no longer holds (Java refuses both, naming why)."""
+
+import struct
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.manifest import MANIFEST_ENTRY_SCHEMAS, MANIFEST_LIST_FILE_SCHEMAS
+from pyiceberg.table import StaticTable, Table
+from pyroaring import BitMap
+
+from harness.base.layout_text import parse_layout
+from harness.base.results import ResultsStore
+from harness.engines.spark import missing_jars
+from harness.judge.lineage import read_avro
+from harness.judge.oracle import capture_state, judge
+from harness.judge.reference import REFERENCE_CHECK
+from harness.run.runner import Runner, RunPlan
+from harness.services.stacks.embedded import EmbeddedStack
+from scenarios import get_scenario
+
+pytestmark = pytest.mark.skipif(bool(missing_jars()), reason="Spark jars missing: run make spark-jars")
+
+DV_MAGIC = bytes.fromhex("D1D33964")  # the spec's deletion-vector-v1 blob
+DELETES = 1  # a manifest's content: deletes
+
+
+@pytest.fixture(scope="module")
+def mor_v3(settings, tiny_sets) -> tuple[object, Table]:
+    """spark-mor's upsert of tiny's changes into a v3 table, kept for the damage."""
+    kept = settings.model_copy(update={"keep_warehouse": True})
+    store = ResultsStore(kept.results_dir)
+    v3 = parse_layout("", "", ["format-version=3"])
+    record = Runner(kept, store, EmbeddedStack(kept)).run(
+        RunPlan("upsert", "spark-mor", "tiny", tiny_sets, 5000, 2 * 2**30, layout=v3)
+    )
+    (catalog_file,) = store.folder.glob("work/*/warehouse/catalog.db")
+    warehouse = catalog_file.parent
+    catalog = SqlCatalog("icebench", uri=f"sqlite:///{catalog_file}", warehouse=f"file://{warehouse}")
+    return record, catalog.load_table("bench.upsert")
+
+
+def test_sparks_deletion_vectors_are_applied_by_the_oracle_and_read_by_java(mor_v3):
+    record, table = mor_v3
+    assert record.status == "ok" and record.verdict.passed, [c.reason for c in record.verdict.failed]
+    vectors = _vectors(table)
+    assert vectors and all(vector["file_format"] == "PUFFIN" for vector in vectors)
+    assert record.full_scan_delete_files >= 1  # pyiceberg's reader applied them
+    reference = next(check for check in record.verdict.checks if check.name == REFERENCE_CHECK)
+    assert reference.actual["deletion_vectors"] == len(vectors)
+    assert reference.actual["deleted_positions"] == sum(vector["record_count"] for vector in vectors)
+
+
+@pytest.mark.parametrize(
+    ("damage", "failing", "reason"),
+    [
+        ("moved", "content_checksum", "checksum"),
+        ("past-the-end", REFERENCE_CHECK, "marks position"),
+        ("checksum", REFERENCE_CHECK, "CRC"),
+    ],
+)
+def test_a_damaged_deletion_vector_fails(mor_v3, tiny_sets, damage, failing, reason):
+    _, table = mor_v3
+    with _damaged_vector(table, damage):
+        verdict = _judged(table, tiny_sets)
+    failed = {check.name: check for check in verdict.failed}
+    assert failing in failed, [check.reason for check in verdict.checks]
+    assert reason in failed[failing].reason
+    if damage == "moved":  # a valid vector: Java reads it, only the rows tell
+        assert REFERENCE_CHECK not in failed and "row_count" not in failed
+
+
+def test_the_undamaged_table_passes_again(mor_v3, tiny_sets):
+    """The damage is undone after each test: the legal table is judged as it was."""
+    _, table = mor_v3
+    verdict = _judged(table, tiny_sets)
+    assert verdict.passed, [check.reason for check in verdict.failed]
+
+
+def _judged(table: Table, tiny_sets):
+    scenario = get_scenario("upsert")()
+    before = StaticTable.from_metadata(table.metadata.metadata_log[-1].metadata_file)
+    before.refresh = lambda: before  # a StaticTable is as it was: nothing to refresh
+    verdict, _ = judge(
+        table, expected=scenario.expected_after(tiny_sets), error=None, before=capture_state(before),
+        single_commit=True,
+    )  # fmt: skip
+    return verdict
+
+
+def _data_files(table: Table, deletes: bool) -> list[dict]:
+    """The current snapshot's data or delete files (with the v3 fields pyiceberg's reader drops)."""
+    manifests = read_avro(table, table.current_snapshot().manifest_list, MANIFEST_LIST_FILE_SCHEMAS[3])
+    return [
+        entry["data_file"]
+        for manifest in manifests
+        if (manifest["content"] == DELETES) is deletes
+        for entry in read_avro(table, manifest["manifest_path"], MANIFEST_ENTRY_SCHEMAS[3])
+    ]
+
+
+def _vectors(table: Table) -> list[dict]:
+    return _data_files(table, deletes=True)
+
+
+@contextmanager
+def _damaged_vector(table: Table, damage: str) -> Iterator[None]:
+    """The first vector's blob rewritten in place, its length kept (the manifest and the Puffin
+    footer still point at it); the file restored afterwards."""
+    vector = _vectors(table)[0]
+    path = Path(vector["file_path"].removeprefix("file://").removeprefix("file:"))
+    original = path.read_bytes()
+    start, size = vector["content_offset"], vector["content_size_in_bytes"]
+    blob = original[start : start + size]
+    target = vector["referenced_data_file"]
+    rows = next(
+        file["record_count"] for file in _data_files(table, deletes=False) if file["file_path"] == target
+    )
+    path.write_bytes(original[:start] + _damage(blob, damage, rows) + original[start + size :])
+    try:
+        yield
+    finally:
+        path.write_bytes(original)
+
+
+def _damage(blob: bytes, damage: str, rows: int) -> bytes:
+    """A deletion-vector-v1 blob: length (big-endian), magic, a 64-bit portable roaring bitmap (the
+    count of 32-bit bitmaps, then each one's key and bitmap), CRC-32 of magic and bitmap."""
+    (length,) = struct.unpack(">I", blob[:4])
+    body = blob[4 : 4 + length]
+    assert body[:4] == DV_MAGIC and struct.unpack("<Q", body[4:12]) == (1,)  # positions below 2**32
+    header, bitmap = body[:16], BitMap.deserialize(body[16:])
+    assert bitmap.serialize() == body[16:]  # pyroaring writes what Java wrote
+    if damage == "checksum":
+        return blob[:-4] + struct.pack(">I", (zlib.crc32(body) + 1) & 0xFFFFFFFF)
+    kept = [row for row in range(rows) if row not in bitmap]
+    moves = [(gone, rows + 7) for gone in bitmap] if damage == "past-the-end" else []
+    moves += [(gone, row) for gone in bitmap for row in kept[:50]] if damage == "moved" else []
+    for gone, row in moves:  # the first move that keeps the bitmap's size (no container changes)
+        moved = BitMap(bitmap)
+        moved.remove(gone)
+        moved.add(row)
+        if len(serialized := moved.serialize()) == len(body) - 16:
+            new_body = header + serialized
+            return blob[:4] + new_body + struct.pack(">I", zlib.crc32(new_body))
+    raise AssertionError(f"no {damage} move keeps the vector's size")

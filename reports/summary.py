@@ -26,6 +26,8 @@ def left_text(record: RunRecord) -> str:
 
 
 def verdict_text(record: RunRecord, markup: bool = True) -> str:
+    if record.status == "unsupported":  # its refusal is the operation that failed, not the writer
+        return "unsupported"
     if record.verdict is None:
         return left_text(record) or "-"
     passed, failed_word = ("[green]pass[/]", "[red]FAIL[/]") if markup else ("pass", "FAIL")

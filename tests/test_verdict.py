@@ -86,6 +86,7 @@ def test_passing_writers_are_ranked_by_write_time_and_the_rest_listed_apart(verd
     assert reason.startswith("keys_unique: ") and "keys repeated" in reason and "more:" in reason
     assert apart["duckdb"].outcome == "unsupported"  # REST catalogs only
     assert apart["duckdb"].reason == "does not support this catalog"
+    assert verdict_text(by_writer[("duckdb", CAP)], markup=False) == "unsupported"  # not a FAIL of its own
     assert [row.outcome for row in append.rows] == ["pass", "pass", "FAIL", "unsupported"]
 
     upsert = groups[("upsert", CAP)]

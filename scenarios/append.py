@@ -10,4 +10,6 @@ class Append(Scenario):
     accepts_row_limit = True
 
     def expected_after(self, sets: DataSets, limit_rows: int | None = None) -> Expectation:
-        return expect_prefix(sets[self.source_set], limit_rows)  # a prefix for scale runs
+        expected = expect_prefix(sets[self.source_set], limit_rows)  # a prefix for scale runs
+        expected.changed_rows = expected.rows  # every row is new
+        return expected

@@ -13,4 +13,5 @@ class Replace(Scenario):
         expected = expect_set(sets["replacement"])
         # Every row of the replaced set must be gone, not just outnumbered.
         expected.gone_key_ranges = list(sets["base"].manifest.key_ranges)
+        expected.changed_rows = expected.rows  # every row is new
         return expected

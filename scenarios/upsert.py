@@ -11,4 +11,6 @@ class Upsert(Scenario):
 
     def expected_after(self, sets: DataSets, limit_rows: int | None = None) -> Expectation:
         assert self.initial_set is not None, "an upsert changes a table that holds a set"
-        return expect_upserted(sets[self.initial_set], sets[self.source_set])
+        expected = expect_upserted(sets[self.initial_set], sets[self.source_set])
+        expected.changed_rows = sets[self.source_set].manifest.rows  # each changed row updated or new
+        return expected

@@ -1,8 +1,11 @@
-"""Deletion vectors (Iceberg v3): Spark's merge-on-read upsert into a v3 table writes them as Puffin
-blobs; the oracle applies them through pyiceberg's reader, and Iceberg Java reads every live blob
+"""Deletion vectors and row lineage after an update (Iceberg v3): Spark's merge-on-read upsert into a
+v3 table writes vectors as Puffin blobs and keeps each updated row's `_row_id` in its new file; the
+oracle applies the vectors through pyiceberg's reader, and Iceberg Java reads every live blob
 (`loads_in_reference`). The same table with one vector damaged fails: a deleted row moved to
-another row (a valid vector, the wrong rows: the content says so), a position past its data file's
-rows, a blob whose checksum no longer holds (Java refuses both, naming why)."""
+another row (a valid vector, the wrong rows: the content says so, and the old row's `_row_id` is
+live twice), a position past its data file's rows, a blob whose checksum no longer holds (Java
+refuses both, naming why). Updated rows stored with their old `_last_updated_sequence_number`, or
+with one from the future, fail `row_lineage`."""
 
 import struct
 import zlib
@@ -10,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.manifest import MANIFEST_ENTRY_SCHEMAS, MANIFEST_LIST_FILE_SCHEMAS
@@ -19,7 +24,7 @@ from pyroaring import BitMap
 from harness.base.layout_text import parse_layout
 from harness.base.results import ResultsStore
 from harness.engines.spark import missing_jars
-from harness.judge.lineage import read_avro
+from harness.judge.lineage import LINEAGE_CHECK, read_avro
 from harness.judge.oracle import capture_state, judge
 from harness.judge.reference import REFERENCE_CHECK
 from harness.run.runner import Runner, RunPlan
@@ -75,6 +80,49 @@ def test_a_damaged_deletion_vector_fails(mor_v3, tiny_sets, damage, failing, rea
     assert reason in failed[failing].reason
     if damage == "moved":  # a valid vector: Java reads it, only the rows tell
         assert REFERENCE_CHECK not in failed and "row_count" not in failed
+        assert failed[LINEAGE_CHECK].reason.startswith("_row_id repeats: 1 live rows share an id")
+
+
+def test_the_updated_rows_carry_the_upserts_sequence_number(mor_v3):
+    record, table = mor_v3
+    check = next(check for check in record.verdict.checks if check.name == LINEAGE_CHECK)
+    changes = table.current_snapshot().summary  # the change set: its rows all written anew
+    assert check.actual["updated_by_run"] == int(changes["added-records"]) == 3_000
+    assert check.actual["live_rows"] == int(changes["total-records"]) - int(changes["total-position-deletes"])
+
+
+@pytest.mark.parametrize(
+    ("stored", "reason"),
+    [
+        ("old", "the run wrote 3,000 rows, but only 0 live rows carry a sequence number of it"),
+        ("future", "files store a _last_updated_sequence_number above their own data sequence number"),
+    ],
+)
+def test_updated_rows_with_a_wrong_sequence_number_fail(mor_v3, tiny_sets, stored, reason):
+    """The upsert's new file rewritten with every row's sequence number stored: the set-up's (the
+    updated rows then claim they were never updated) or one no commit has made yet."""
+    _, table = mor_v3
+    since = table.metadata.last_sequence_number
+    value = {"old": since - 1, "future": since + 5}[stored]
+    (written,) = [
+        f["file_path"] for f in _data_files(table, deletes=False) if "initial-" not in f["file_path"]
+    ]
+    path = Path(written.removeprefix("file://").removeprefix("file:"))
+    original = path.read_bytes()
+    rows = pq.read_table(path)
+    column = pa.array([value] * rows.num_rows, pa.int64())
+    field = pa.field(
+        "_last_updated_sequence_number", pa.int64(), metadata={b"PARQUET:field_id": b"2147483539"}
+    )
+    if field.name in rows.column_names:
+        rows = rows.drop_columns([field.name])
+    pq.write_table(rows.append_column(field, column), path)
+    try:
+        verdict = _judged(table, tiny_sets)
+    finally:
+        path.write_bytes(original)
+    failed = {check.name: check for check in verdict.failed}
+    assert LINEAGE_CHECK in failed and reason in failed[LINEAGE_CHECK].reason, failed
 
 
 def test_the_undamaged_table_passes_again(mor_v3, tiny_sets):

@@ -81,6 +81,7 @@ class TableState:
     # and the bytes they state.
     data_file_entries: int = 0
     data_file_bytes: int = 0
+    last_sequence_number: int | None = None  # the table's, v2 and later
 
     def commits_since(self, before: TableState) -> int:
         """Catalog commits between `before` and this state (a failed attempt's file is not one)."""
@@ -97,6 +98,7 @@ def capture_state(table: Table) -> TableState:
         committed_metadata={entry.metadata_file for entry in table.metadata.metadata_log}
         | {table.metadata_location},
         summary=_summary(current),
+        last_sequence_number=getattr(table.metadata, "last_sequence_number", None),  # v1 has none
         **_data_file_entries(table, current),
     )
 
@@ -192,7 +194,8 @@ def judge(
     checks, judged_by = _visible_content_checks(table, content, expected, verifier, options, equality_reader)
     checks += _file_checks(table, content)
     checks.append(live_files_check(files))
-    if (lineage := lineage_check(table)) is not None:  # v3 tables
+    lineage = lineage_check(table, before.last_sequence_number, expected.changed_rows)
+    if lineage is not None:  # v3 tables
         checks.append(lineage)
     checks.append(partition_check(table, content))
     if expected_schema is not None:

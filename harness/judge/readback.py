@@ -146,7 +146,7 @@ def read_content(
     table = table.refresh()
     snapshot = table.current_snapshot()
     manifests = snapshot.manifests(table.io) if snapshot else []
-    tasks, equality_deletes = _planned(table, manifests)
+    tasks, equality_deletes = planned_tasks(table, manifests)
     reading = _Clock(time.perf_counter() - started)
     parts: list[_RowGroupContent] = []
     hashing: _RowGroupHashing | None = None
@@ -313,7 +313,7 @@ def _column_batches(
     file once) and applied here, as a reader applies them. The next file is read ahead while
     this one is decoded (at wide in the 4 GiB box, where the table's 3.9 GB never stay in the
     page cache, the read went 10.8 -> 8.8 s)."""
-    deletes = _DeleteCache(table, tasks)
+    deletes = DeleteCache(table, tasks)
     for index, task in enumerate(tasks):
         if index == 0:
             _read_ahead(task.file.file_path)
@@ -557,12 +557,12 @@ def rows_with_key(table: Table, key: KeyScan) -> pa.Table:
     """The visible rows of one `key` (one, in a sound table), reading only the row groups whose
     key statistics allow it."""
     snapshot = table.current_snapshot()
-    tasks, _ = _planned(table, snapshot.manifests(table.io) if snapshot else [])
+    tasks, _ = planned_tasks(table, snapshot.manifests(table.io) if snapshot else [])
     batches = list(scan_rows(table, tasks, key))
     return pa.Table.from_batches(batches) if batches else table.schema().as_arrow().empty_table()
 
 
-def _planned(
+def planned_tasks(
     table: Table, manifests: list[ManifestFile]
 ) -> tuple[list[FileScanTask], _EqualityDeletesSetAside]:
     """The file tasks of `manifests`, their equality-delete files set aside (and counted)."""
@@ -596,7 +596,7 @@ def scan_rows(
 def _visible_batches(
     table: Table, tasks: list[FileScanTask], batch_rows: int, keys: KeyScan | None = None
 ) -> Iterator[pa.RecordBatch]:
-    deletes = _DeleteCache(table, tasks)
+    deletes = DeleteCache(table, tasks)
     projections = _Projections(table)
     for task in tasks:
         yield from _read_task(table, task, projections, deletes.positions_for(task), batch_rows, keys)
@@ -750,7 +750,7 @@ def _row_groups_to_read(
     return wanted
 
 
-class _DeleteCache:
+class DeleteCache:
     """Position deletes per data file, each delete file read once and dropped after its last
     task is done. (Equality deletes never get here: read_content sets them aside.)"""
 

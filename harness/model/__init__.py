@@ -145,6 +145,9 @@ class Expectation(BaseModel):
     # The sets' key (DatasetManifest.key_columns and key_space): keys, scans, differences.
     key_columns: list[str] = ["id"]
     key_space: list[Path] = []
+    # The rows the operation writes anew (an upsert's change set, an append's rows, a replacement):
+    # on v3 tables each must carry a sequence number of the run (row_lineage). None: not known.
+    changed_rows: int | None = None
 
 
 class TableLayout(BaseModel, frozen=True):

@@ -113,7 +113,8 @@ def run_label(plan: RunPlan) -> str:
 
 
 def verdict_word(record: RunRecord) -> str:
-    if record.verdict is None:
+    """After the status: the verdict (an unsupported run's refusal is no failed check of its own)."""
+    if record.verdict is None or record.status == "unsupported":
         return ""
     return "pass" if record.verdict.passed else f"FAIL ({', '.join(c.name for c in record.verdict.failed)})"
 

@@ -10,7 +10,12 @@ import pytest
 from pyiceberg.avro.file import AvroFile, AvroOutputFile
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.io.pyarrow import PyArrowFileIO
-from pyiceberg.manifest import DATA_FILE_TYPE, MANIFEST_ENTRY_SCHEMAS, MANIFEST_LIST_FILE_SCHEMAS
+from pyiceberg.manifest import (
+    DATA_FILE_TYPE,
+    MANIFEST_ENTRY_SCHEMAS,
+    MANIFEST_LIST_FILE_SCHEMAS,
+    ManifestEntryStatus,
+)
 from pyiceberg.table import StaticTable, Table
 from pyiceberg.typedef import Record
 
@@ -20,6 +25,8 @@ from harness.engines.spark import missing_jars
 from harness.judge.lineage import LINEAGE_CHECK, lineage_check
 from harness.run.runner import Runner, RunPlan
 from harness.services.stacks.embedded import EmbeddedStack
+
+FIRST_ROW_ID = [field.name for field in DATA_FILE_TYPE[3].fields].index("first_row_id")
 
 pytestmark = pytest.mark.skipif(bool(missing_jars()), reason="Spark jars missing: run make spark-jars")
 
@@ -72,22 +79,45 @@ def test_snapshots_that_hand_out_the_same_ids_fail(spark_v3, tmp_path):
 def test_data_files_that_hold_the_same_row_ids_fail(spark_v3, tmp_path):
     """The second file says its first row id is 0: its rows' ids are the first file's."""
     _, table = spark_v3
-    snapshot = table.current_snapshot()
-    (manifest,) = _records(table, snapshot.manifest_list, MANIFEST_LIST_FILE_SCHEMAS[3])
-    entries = _records(table, manifest[0], MANIFEST_ENTRY_SCHEMAS[3])
-    first_row_id = [field.name for field in DATA_FILE_TYPE[3].fields].index("first_row_id")
-    entries[1][4][first_row_id] = 0  # entry: status, snapshot, sequence, file sequence, data_file
-    new_manifest = _write(tmp_path / "manifest.avro", entries, MANIFEST_ENTRY_SCHEMAS[3], "manifest_entry")
+
+    def repeated(entries: list[Record]) -> list[Record]:
+        entries[1][4][FIRST_ROW_ID] = 0  # entry: status, snapshot, sequence, file sequence, data_file
+        return entries
+
+    check = lineage_check(_with_entries(table, tmp_path, repeated))
+    assert not check.passed and "row ids repeat: 1 pairs of files share ids" in check.reason
+    assert "[0, 5000)" in check.reason
+
+
+def test_a_deleted_entry_inherits_no_row_ids(spark_v3, tmp_path):
+    """Legal: a manifest that lists a deleted file before the live ones (as a replace's manifest
+    does). Java's ManifestReader hands the manifest's ids to live entries only, so the live files
+    still hold [0, 5000) and [5000, 10000), below next-row-id 10000."""
+    _, table = spark_v3
+
+    def deleted_first(entries: list[Record]) -> list[Record]:
+        gone = Record(*entries[0])
+        gone[0] = ManifestEntryStatus.DELETED.value
+        return [gone, *entries]
+
+    check = lineage_check(_with_entries(table, tmp_path, deleted_first))
+    assert check.passed, check.reason
+    assert check.actual["row_ids"] == 10_000
+
+
+def _with_entries(table: Table, folder: Path, change) -> Table:
+    """The table read with its one manifest's entries changed (a copy of manifest, list, metadata)."""
+    (manifest,) = _records(table, table.current_snapshot().manifest_list, MANIFEST_LIST_FILE_SCHEMAS[3])
+    entries = change(_records(table, manifest[0], MANIFEST_ENTRY_SCHEMAS[3]))
+    new_manifest = _write(folder / "manifest.avro", entries, MANIFEST_ENTRY_SCHEMAS[3], "manifest_entry")
     manifest[0], manifest[1] = new_manifest, Path(new_manifest.removeprefix("file://")).stat().st_size
-    new_list = _write(tmp_path / "snap.avro", [manifest], MANIFEST_LIST_FILE_SCHEMAS[3], "manifest_file")
+    new_list = _write(folder / "snap.avro", [manifest], MANIFEST_LIST_FILE_SCHEMAS[3], "manifest_file")
 
     def pointed(metadata: dict) -> dict:
         (only,) = metadata["snapshots"]
         return metadata | {"snapshots": [only | {"manifest-list": new_list}]}
 
-    check = lineage_check(_with_metadata(table, tmp_path, pointed))
-    assert not check.passed and "row ids repeat: 1 pairs of files share ids" in check.reason
-    assert "[0, 5000)" in check.reason
+    return _with_metadata(table, folder, pointed)
 
 
 def _with_metadata(table: Table, folder: Path, change) -> Table:

@@ -2,8 +2,9 @@
 
 Metadata: every snapshot hands out `added-rows` row ids from `first-row-id`, every live data file
 holds the ids `first_row_id .. first_row_id + record_count - 1` (a file added with none inherits
-them from its manifest's `first_row_id`, in the manifest's order), no range is held twice, and the
-table's `next-row-id` lies above every id handed out.
+them from its manifest's `first_row_id`, in the manifest's order, deleted entries skipped as Java's
+ManifestReader skips them), no range is held twice, and the table's `next-row-id` lies above every
+id handed out.
 
 Rows: each live row's `_row_id` is the one its file stores, or where that is null (or the file has
 no such column) its file's `first_row_id` plus its position; its `_last_updated_sequence_number` the
@@ -87,13 +88,13 @@ def live_file_row_ids(table: Table) -> tuple[list[RowIds], list[str]]:
             continue
         next_inherited = manifest.get("first_row_id")
         for entry in read_avro(table, manifest["manifest_path"], MANIFEST_ENTRY_SCHEMAS[V3]):
+            if entry["status"] == ManifestEntryStatus.DELETED.value:
+                continue  # inherits nothing, as Java's ManifestReader assigns ids
             data_file = entry["data_file"]
             first = data_file.get("first_row_id")
             if first is None and next_inherited is not None:
                 first = next_inherited
                 next_inherited += data_file["record_count"]
-            if entry["status"] == ManifestEntryStatus.DELETED.value:
-                continue
             sequence = entry.get("sequence_number")  # null: inherited from the manifest
             sequence = manifest.get("sequence_number") if sequence is None else sequence
             if first is None:

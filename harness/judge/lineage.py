@@ -255,10 +255,13 @@ def lineage_check(
                 f"row ids repeat: {len(repeated)} pairs of {kind} share ids, first {a.owner} "
                 f"[{a.first}, {a.end}) and {b.owner} [{b.first}, {b.end})"
             )
-    handed_out = max((ids.end for ids in [*files, *snapshots]), default=0)
+    last = max([*files, *snapshots], key=lambda ids: ids.end, default=None)
+    handed_out = last.end if last else 0
     if next_row_id is None or next_row_id < handed_out:
+        owner = short_path(last.owner) if last and not last.owner.startswith("snapshot") else last.owner
         problems.append(
-            f"the table's next-row-id {next_row_id} is not above the last row id handed out, {handed_out - 1}"
+            f"the table's next-row-id {next_row_id} is not above the last row id handed out, "
+            f"{handed_out - 1} ({owner} holds [{last.first}, {last.end}))"
         )
     rows = live_rows(table, files)
     problems += _row_problems(rows, next_row_id, since_sequence, changed_rows)

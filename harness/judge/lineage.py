@@ -130,7 +130,7 @@ class LiveRows:
     files: list[RowIds]
     # Stored sequence numbers above their file's data sequence number: (file, first such value).
     late: list[tuple[str, int]]
-    unread: int = 0  # equality-delete files: their deletes are not applied, and `ids` not judged
+    unread: int = 0  # equality-delete files: their deletes are not applied, repeats not judged
 
 
 def live_rows(table: Table, files: list[RowIds]) -> LiveRows:
@@ -147,10 +147,8 @@ def live_rows(table: Table, files: list[RowIds]) -> LiveRows:
             deletes.done(task)
             continue
         row_ids, row_sequences = _stored_lineage(table, held)
-        if (
-            stored_late := row_sequences[row_sequences > (held.sequence or 0)]
-        ).size and held.sequence is not None:
-            late.append((held.owner, int(stored_late[0])))
+        if held.sequence is not None and (above := row_sequences[row_sequences > held.sequence]).size:
+            late.append((held.owner, int(above[0])))
         if positions := deletes.positions_for(task):
             gone = np.unique(np.concatenate([np.asarray(p, dtype=np.int64) for p in positions]))
             keep = np.ones(len(row_ids), dtype=bool)
@@ -203,11 +201,10 @@ def _row_problems(
     rows: LiveRows, next_row_id: int | None, since_sequence: int | None, changed_rows: int | None
 ) -> list[str]:
     problems = []
-    if rows.unread:
-        return problems  # rows an equality delete removes are still here: ids not comparable
     order = np.argsort(rows.ids, kind="stable")
     ordered = rows.ids[order]
-    if (repeats := np.flatnonzero(ordered[1:] == ordered[:-1])).size:
+    # Rows an equality delete removes are still among them: repeats are not judged then.
+    if not rows.unread and (repeats := np.flatnonzero(ordered[1:] == ordered[:-1])).size:
         first = repeats[0]
         a, b = (rows.files[rows.owners[order[i]]].owner for i in (first, first + 1))
         problems.append(

@@ -200,8 +200,9 @@ def _sections(
 VERDICT_NOTE = (
     "Writers that passed every check, fastest write first (then lower resident peak); below, the "
     "rest with why. growth: last commits' latency over the first (1x flat); n^k: total write time "
-    "~ batches^k on the scale axis. total cost: what owning the table costs, the write and N full "
-    "and N selective scans of it (--reads, default 10), in seconds and, where the stack counts "
+    "~ batches^k on the scale axis. total cost: what owning the table costs, the write, the "
+    "maintenance steps after it (--maintenance) and N full and N selective scans of the table they "
+    "left (--reads, default 10), in seconds and, where the stack counts "
     "requests, in dollars at S3's list prices (the full scan's: the oracle's whole read-back, an "
     "upper bound). schema-evolution-upsert (an upsert after a column was added) "
     "has its own group; traps, faults and concurrency: see Runs."

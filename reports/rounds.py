@@ -181,16 +181,22 @@ def _read_usd(record: RunRecord) -> float | None:
     return total_cost([record.full_scan_requests_usd, record.selective_scan_requests_usd], [], 0)
 
 
-def _owned_text(steps: Sequence[RunRecord], table: RunRecord) -> str:
-    """Every step's own cost and `reads` reads of `table` (model.total_cost)."""
+def owned_cost(steps: Sequence[RunRecord], table: RunRecord) -> tuple[float | None, float | None]:
+    """Every step's own cost and `reads` reads of `table` (model.total_cost), in seconds and in
+    request dollars; None where a step failed or a part was not measured."""
     if any(step.status != "ok" for step in steps) or table.reads is None:
-        return "-"
+        return None, None
     seconds = total_cost(
         [step.write_s for step in steps], [table.full_scan_s, table.selective_scan_s], table.reads
     )
+    dollars = total_cost([step.write_requests_usd for step in steps], [_read_usd(table)], table.reads)
+    return seconds, dollars
+
+
+def _owned_text(steps: Sequence[RunRecord], table: RunRecord) -> str:
+    seconds, dollars = owned_cost(steps, table)
     if seconds is None:
         return "-"
-    dollars = total_cost([step.write_requests_usd for step in steps], [_read_usd(table)], table.reads)
     price = "" if dollars is None else f", ${dollars:.4f}"
     return f"{seconds:.1f} s{price} ({table.reads} reads)"
 

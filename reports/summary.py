@@ -71,10 +71,13 @@ def _metric_cell(metric: Metric, record: RunRecord) -> str:
 
 
 def scenario_text(record: RunRecord) -> str:
-    """The scenario, the rounds workload's phase (`round 2 upsert`), or a point of a scale axis
+    """The scenario, the rounds workload's phase (`round 2 upsert`), a step after a write (`append
+    compact`), or a point of a scale axis
     (`append (scale, 50 batches)`: a prefix of the source, not the whole set the matrix ran)."""
     if record.round is not None:
         return f"round {record.round} {record.phase}"
+    if record.phase is not None:  # a maintenance step after the write (matrix --maintenance)
+        return f"{record.scenario} {record.phase}"
     if record.limit_rows is not None:
         return f"{record.scenario} (scale, {run_key(record).batches} batches)"
     return record.scenario

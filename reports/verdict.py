@@ -25,6 +25,7 @@ from harness.base.growth import late_early_ratio
 from harness.base.reasons import clipped
 from harness.model import Operation, RunRecord
 from reports.fits import Fit, fits
+from reports.rounds import owned_cost
 from reports.summary import left_text, scenario_text, verdict_text, writer_text
 from reports.terminal import keep_first
 
@@ -90,8 +91,33 @@ def _reason_line(text: str) -> str:
 
 
 def is_ranked(record: RunRecord) -> bool:
-    """A whole-set run of a verdict scenario (not a scale point, round or trap scenario)."""
-    return record.scenario in VERDICT_SCENARIOS and record.limit_rows is None and record.round is None
+    """A whole-set write of a verdict scenario (not a scale point, round, maintenance step or trap)."""
+    return (
+        record.scenario in VERDICT_SCENARIOS
+        and record.limit_rows is None
+        and record.round is None
+        and record.phase is None
+    )
+
+
+PairKey = tuple[str, str, str, object, int | None, str, int]
+
+
+def _pair(record: RunRecord) -> PairKey:
+    """A matrix pair's one run: its write and the maintenance steps that followed it share this."""
+    return (
+        record.scenario, writer_text(record), record.preset, record.layout, record.cap_bytes, record.stack,
+        record.repeat,
+    )  # fmt: skip
+
+
+def maintenance_after(records: Iterable[RunRecord]) -> dict[PairKey, list[RunRecord]]:
+    """The maintenance steps (matrix --maintenance) that followed each write, in order."""
+    steps: dict[PairKey, list[RunRecord]] = defaultdict(list)
+    for record in sorted(records, key=lambda r: r.started_at):
+        if record.phase is not None and record.round is None:
+            steps[_pair(record)].append(record)
+    return steps
 
 
 def outcome_of(record: RunRecord) -> Outcome:
@@ -215,9 +241,12 @@ def _median_run(runs: Sequence[RunRecord]) -> RunRecord:
     return ordered[(len(ordered) - 1) // 2]
 
 
-def _writer_row(runs: Sequence[RunRecord], found: Sequence[Fit]) -> VerdictRow:
+def _writer_row(
+    runs: Sequence[RunRecord], found: Sequence[Fit], steps: dict[PairKey, list[RunRecord]]
+) -> VerdictRow:
     """The repeats of one writer as one row: passed when every repeat passed; otherwise the worst
-    repeat's outcome and reason, with how many repeats it was."""
+    repeat's outcome and reason, with how many repeats it was. `steps`: the maintenance after each
+    write, which its total cost includes."""
     outcomes = [outcome_of(r) for r in runs]
     shown = _median_run(runs)
     worst = next((o for o in APART_ORDER if o in outcomes), "pass")
@@ -232,7 +261,7 @@ def _writer_row(runs: Sequence[RunRecord], found: Sequence[Fit]) -> VerdictRow:
     walls = [r.wall_s for r in runs if r.wall_s is not None]
     peaks = [r.peak_rss_bytes for r in runs if r.peak_rss_bytes is not None]
     return VerdictRow(
-        total_cost=total_cost_text(runs) if worst == "pass" else "-",
+        total_cost=total_cost_text(runs, steps) if worst == "pass" else "-",
         writer=writer_text(shown),
         outcome=worst,
         rank=None,
@@ -245,15 +274,23 @@ def _writer_row(runs: Sequence[RunRecord], found: Sequence[Fit]) -> VerdictRow:
     )
 
 
-def total_cost_text(runs: Sequence[RunRecord]) -> str:
-    """The medians of the runs' total costs (their write and `reads` full and selective scans):
-    `41.2 s, $0.0042`, the dollars where requests were counted; "-" where unmeasured."""
-    seconds = [r.total_cost_s for r in runs if r.total_cost_s is not None]
+def total_cost_text(runs: Sequence[RunRecord], steps: dict[PairKey, list[RunRecord]] | None = None) -> str:
+    """The medians of the runs' total costs (their write, the maintenance steps after it, and
+    `reads` full and selective scans of the table as the last left it): `41.2 s, $0.0042`, the
+    dollars where requests were counted; "-" where unmeasured."""
+    costs = [_owned(run, (steps or {}).get(_pair(run), [])) for run in runs]
+    seconds = [cost[0] for cost in costs if cost[0] is not None]
     if not seconds:
         return "-"
-    dollars = [r.total_cost_usd for r in runs if r.total_cost_usd is not None]
+    dollars = [cost[1] for cost in costs if cost[1] is not None]
     price = f", ${statistics.median(dollars):.4f}" if dollars else ""
     return f"{statistics.median(seconds):.1f} s{price}"
+
+
+def _owned(write: RunRecord, steps: list[RunRecord]) -> tuple[float | None, float | None]:
+    if not steps:
+        return write.total_cost_s, write.total_cost_usd
+    return owned_cost([write, *steps], steps[-1])
 
 
 def _reads(groups: Sequence[VerdictGroup]) -> str:
@@ -276,13 +313,14 @@ def verdict_groups(records: Iterable[RunRecord]) -> list[VerdictGroup]:
     others apart."""
     records = list(records)
     found = fits(records)
+    steps = maintenance_after(records)
     by_group: dict[GroupKey, dict[str, list[RunRecord]]] = defaultdict(lambda: defaultdict(list))
     for record in records:
         if is_ranked(record) and not record.cap_probe:  # find-cap's probes are reports/caps.py's
             by_group[_group_key(record)][writer_text(record)].append(record)
     groups = []
     for key in sorted(by_group, key=lambda k: (VERDICT_SCENARIOS.index(k[0]), k[1], k[4], k[2] or 0, k[3])):
-        rows = [_writer_row(runs, found) for runs in by_group[key].values()]
+        rows = [_writer_row(runs, found, steps) for runs in by_group[key].values()]
         passed = sorted((r for r in rows if r.outcome == "pass"), key=_pass_order)
         ranked = [_with_rank(row, index) for index, row in enumerate(passed, start=1)]
         apart = sorted((r for r in rows if r.outcome != "pass"), key=_apart_order)
@@ -362,12 +400,15 @@ def verdict_table(records: Iterable[RunRecord], title: str = "verdict") -> Table
     """The verdict for the terminal, narrow enough for 100 columns: a heading row per group, its
     passed writers ranked, the others apart with their reason in the result cell; None when no
     run of a verdict scenario is among the records."""
+    records = list(records)
     groups = verdict_groups(records)
     if not groups:
         return None
+    maintained = {step.phase for steps in maintenance_after(records).values() for step in steps}
+    owned = f"the write, its {', '.join(sorted(maintained))}," if maintained else "the write"
     # No outer border or padding: four columns more for the result, within 100.
     table = Table(
-        title=f"{title}: ranked by write time, then peak rss; total cost: the write and {_reads(groups)}",
+        title=f"{title}: ranked by write time, then peak rss; total cost: {owned} and {_reads(groups)}",
         header_style="bold",
         show_edge=False,
         pad_edge=False,

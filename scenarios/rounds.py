@@ -24,9 +24,7 @@ from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.table import Table
 
 from generators.datasets import round_changes, round_set
-from harness.engines.maintainers import get_maintainer
 from harness.engines.writers.base import Writer
-from harness.judge.maintenance import maintenance_checks
 from harness.judge.oracle import Evidence
 from harness.model import (
     PLAIN_LAYOUT,
@@ -40,6 +38,7 @@ from harness.model import (
     WorkerEnd,
 )
 from scenarios.base import DataSets, Scenario, expect_both, expect_empty, expect_set, expect_upserted
+from scenarios.maintenance_step import maintenance_refusal, step_checks
 
 TABLE_NAME = "rounds"
 
@@ -140,13 +139,12 @@ class RoundPhase(Scenario):
 
     def unsupported_reason(self, writer: type[Writer]) -> str | None:
         if isinstance(self.operation, Maintenance):
-            return get_maintainer(self.maintainer).unsupported_reason(self.operation)
+            return maintenance_refusal(self.maintainer, self.operation)
         return super().unsupported_reason(writer)
 
     def outcome_checks(self, evidence: Evidence, ends: list[WorkerEnd], sets: DataSets) -> list[Check]:
         if isinstance(self.operation, Maintenance):
-            promised = get_maintainer(self.maintainer).compaction_snapshots
-            return maintenance_checks(evidence, self.operation, self.maintainer, promised)
+            return step_checks(evidence, self.operation, self.maintainer)
         return super().outcome_checks(evidence, ends, sets)
 
     def expected_before(self, sets: DataSets) -> Expectation:

@@ -293,7 +293,10 @@ CONFIG_VALID: dict[tuple[str, str], dict[str, str]] = {
     ("matrix", "batches"): {"[1, 2]": "batch counts 1 and 2 are a scale axis"},
     **{(table, "format_versions"): {"[1, 2]": "format versions 1 and 2"} for table in ("matrix", "rounds")},
     **{(table, "sort"): {'""': "the default: unsorted"} for table in ("matrix", "rounds")},
-    ("rounds", "maintainer"): {'""': "the default: each writer's own maintainer"},
+    **{
+        (table, "maintainer"): {'""': "the default: each writer's own maintainer"}
+        for table in ("matrix", "rounds")
+    },
     **{
         ("gate", key): {"1e30": "a threshold no figure reaches is the user's to set"}
         for key in threshold_defaults()

@@ -13,9 +13,13 @@ from harness.base.table_files import live_files, table_files
 from harness.judge.maintenance import maintenance_checks
 from harness.judge.oracle import LIVE_FILES_CHECK, capture_state, judge, live_files_check
 from harness.model import Expectation, Maintenance
+from harness.run.config import MatrixConfig
+from harness.run.matrix import run_matrix
 from harness.run.rounds import RoundsConfig, run_rounds
 from harness.services.stacks.embedded import EmbeddedStack
 from reports.rounds import maintenance_rows
+from reports.summary import scenario_text
+from reports.verdict import verdict_groups
 
 PHASES = ["append", "append", "compact", "expire", "orphans"]
 WRITERS = ["pyiceberg-fast-append", "pyiceberg-fanout"]
@@ -261,3 +265,38 @@ def test_an_orphan_is_found_and_a_listed_file_is_not_one(two_snapshots):
     files = table_files(table)
     assert [path.rsplit("/", 1)[1] for path in files.orphans] == ["stray.parquet"]
     assert not files.missing and first <= set(live_files(table))
+
+
+def test_the_matrix_maintains_each_pairs_table_and_counts_it_in_the_total_cost(settings):
+    """`matrix --maintenance compact,expire`: after each write that passed, each step a run of its
+    own on that write's table, judged against what the write had to leave; the verdict's total
+    cost is the write, the steps and the reads of the table the last step left. A write that
+    failed (the naive trap) gets no steps."""
+    tuned = settings.model_copy(update={"engines": {"pyiceberg-maintenance": {"min_input_files": 2}}})
+    config = MatrixConfig(
+        presets=["tiny"], scenarios=["append"], partitions=["day(c017_ts)"],
+        maintenance=["compact", "expire"],
+        writers=["pyiceberg-commit-per-batch", "pyiceberg-fast-append-naive"],
+    )  # fmt: skip
+    tuned = tuned.model_copy(update={"batch_rows": 2000})  # five commits: files to compact
+    records = run_matrix(tuned, config, ResultsStore(settings.results_dir), EmbeddedStack(settings))
+    kept = runs_of(records, "pyiceberg-commit-per-batch")
+    assert [(r.scenario, r.phase, r.maintainer) for r in kept] == [
+        ("append", None, None), ("append", "compact", "pyiceberg"), ("append", "expire", "pyiceberg"),
+    ]  # fmt: skip
+    for record in kept:
+        failed = [f"{c.name}: {c.reason}" for c in record.verdict.failed]
+        assert record.status == "ok" and record.verdict.passed, (record.phase, failed)
+    write, compact, expire = kept
+    assert compact.data_files < write.data_files  # the day's small files became one
+    assert [r.writer for r in records].count("pyiceberg-fast-append-naive") == 1  # FAILed: not kept
+    (group,) = verdict_groups(records)
+    (row,) = group.ranked
+    owned = sum(r.write_s for r in kept) + expire.reads * (expire.full_scan_s + expire.selective_scan_s)
+    assert row.writer == "pyiceberg-commit-per-batch" and row.total_cost == f"{owned:.1f} s"
+    assert scenario_text(compact) == "append compact"
+
+
+def test_an_unknown_maintenance_step_is_refused_in_one_line():
+    with pytest.raises(ValueError, match="compact"):
+        MatrixConfig(maintenance=["defrag"])

@@ -98,18 +98,25 @@ class RichEvents(MatrixEvents):
         if self.rows_task is not None:
             self.progress.remove_task(self.rows_task)
             self.rows_task = None
+        self.step_finished(plan, record)
+        self.progress.advance(self.task)
+
+    def step_finished(self, plan: RunPlan, record: RunRecord) -> None:
+        if self.progress is None:
+            return
         axis = (
             f" {record.batches or 0:>4} batches, write {record.write_s or 0:.2f} s" if plan.limit_rows else ""
         )
         self.progress.console.print(
             f"  {run_label(plan):<24} {plan.writer:<30}{axis} {record.status:<11} {verdict_word(record)}"
         )
-        self.progress.advance(self.task)
 
 
 def run_label(plan: RunPlan) -> str:
-    """The scenario, or a rounds phase as `round 2 upsert`."""
-    return f"round {plan.round} {plan.phase}" if plan.round is not None else plan.scenario
+    """The scenario, a rounds phase as `round 2 upsert`, a step after a write as `append compact`."""
+    if plan.round is not None:
+        return f"round {plan.round} {plan.phase}"
+    return f"{plan.scenario} {plan.phase}" if plan.phase else plan.scenario
 
 
 def verdict_word(record: RunRecord) -> str:

@@ -91,7 +91,21 @@ class Axes(BaseModel):
             metavar="VERSIONS",
         ),
     ] = Field(default_factory=list)
+    maintainer: Annotated[
+        str,
+        Flag(
+            "--maintainer",
+            "the engine of the maintenance steps (default: each writer's own)",
+            metavar="NAME",
+        ),
+    ] = ""
     _split = field_validator("writers", "format_versions", mode="before")(comma_separated)
+
+    def maintainer_of(self, writer: str) -> str:
+        """Who maintains `writer`'s table: the one named, else the writer's own maintainer."""
+        from harness.engines.writers import get_writer  # the registry
+
+        return self.maintainer or get_writer(writer).maintained_with
 
     def layouts(self) -> list[TableLayout]:
         """The tables each pair runs on, one per partitioning and format version (one-line error for
@@ -148,6 +162,16 @@ class MatrixConfig(Axes):
     )
     # The cap axis: each pair under each cap (empty: the settings' one cap); --memory 2g,4g.
     memory: list[ByteSize] = Field(default_factory=list)
+    # Maintenance of each pair's table after its write, each step a run of its own (the rounds'
+    # steps): what owning the table costs once it is kept.
+    maintenance: Annotated[
+        list[Maintenance],
+        Flag(
+            "--maintenance",
+            f"after each write, these maintenance steps on its table, in order ({', '.join(Maintenance)})",
+            metavar="STEPS",
+        ),
+    ] = Field(default_factory=list)
     # Bisect the smallest cap each pair survives (harness/run/find_cap.py), below the largest cap.
     find_cap: Annotated[
         bool,
@@ -156,9 +180,9 @@ class MatrixConfig(Axes):
         ),
     ] = False
 
-    _split_matrix = field_validator("presets", "scenarios", "scale_writers", "memory", mode="before")(
-        comma_separated
-    )
+    _split_matrix = field_validator(
+        "presets", "scenarios", "scale_writers", "memory", "maintenance", mode="before"
+    )(comma_separated)
 
     def caps(self, settings: Settings) -> list[int]:
         """The caps each pair runs under, smallest first."""
@@ -181,7 +205,10 @@ class MatrixConfig(Axes):
         )
 
         check_names(
-            presets=self.presets, scenarios=self.scenarios, writers=[*self.writers, *self.scale_writers]
+            presets=self.presets,
+            scenarios=self.scenarios,
+            writers=[*self.writers, *self.scale_writers],
+            maintainers=[self.maintainer] if self.maintainer else [],
         )
         chosen_writers = with_file_writers(self.writers or default_writers())
         batches = self.batches or (DEFAULT_SCALE_BATCHES if self.scale_writers else [])
@@ -212,15 +239,6 @@ class RoundsConfig(Axes):
             f"; maintenance: {', '.join(Maintenance)})",
         ),
     ] = Field(default_factory=lambda: list(DEFAULT_ROUND_PHASES), description="in order, each round")
-    maintainer: Annotated[
-        str,
-        Flag(
-            "--maintainer",
-            "the engine of the maintenance phases (default: each writer's own)",
-            metavar="NAME",
-        ),
-    ] = ""
-
     _split_phases = field_validator("phases", mode="before")(comma_separated)
 
     @field_validator("phases")

@@ -36,3 +36,6 @@ class MatrixEvents:
 
     def run_finished(self, plan: RunPlan, record: RunRecord) -> None:
         pass
+
+    def step_finished(self, plan: RunPlan, record: RunRecord) -> None:
+        """A maintenance step after a run (matrix --maintenance): not one of the stage's runs."""

@@ -6,6 +6,8 @@ bars) and renders the records it gets back.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from generators.datasets import DAMAGED_SETS, DataCache
 from generators.events import events_schema
 from generators.presets import get_preset
@@ -123,12 +125,17 @@ def run_matrix(
         ran: dict[int, list[RunRecord]] = {index: [] for index in range(len(runners))}
         with events.stage(f"matrix {preset}" + (f" [{labels}]" if labels else ""), len(plans) * len(runners)):
             for plan in plans:
+                # The scale axis' points are not kept: maintenance follows whole-set writes only.
+                steps = config.maintenance if plan.limit_rows is None else []
+                maintainer = config.maintainer_of(plan.writer) if steps else ""
                 for index, runner in enumerate(runners):
                     events.run_started(plan)
-                    record = runner.run(plan)
-                    ran[index].append(record)
-                    records.append(record)
-                    events.run_finished(plan, record)
+                    write, *maintained = runner.run_and_maintain(plan, steps, maintainer)
+                    ran[index].append(write)
+                    records += [write, *maintained]
+                    events.run_finished(plan, write)
+                    for step in maintained:
+                        events.step_finished(replace(plan, phase=step.phase, maintainer=maintainer), step)
         if config.find_cap:  # this preset's records of each variant, each beside its plan
             for index, runner in enumerate(runners):
                 records += find_caps(runner, plans, ran[index], caps[-1], events)

@@ -20,7 +20,6 @@ from generators.your_changes import your_rounds
 from harness.base.layout import check_layout
 from harness.base.results import ResultsStore
 from harness.base.settings import Settings
-from harness.engines.writers import get_writer
 from harness.model import ROUND_PHASES, Maintenance, RunRecord, TableLayout
 from harness.run.config import RoundsConfig
 from harness.run.events import MatrixEvents
@@ -72,7 +71,7 @@ def _writer_rounds(
 ) -> list[RunRecord]:
     """One writer's rounds on a table of each runner's, phase after phase (`plan`: what every
     phase's plan shares)."""
-    maintainer = config.maintainer or get_writer(plan.writer).maintained_with
+    maintainer = config.maintainer_of(plan.writer)
     rounds = [number for number in range(1, config.rounds + 1) for _ in config.phases]
     steps = zip(rounds, config.phases * config.rounds, config.blocks(), strict=True)
     names = [label + (f"-v{index}" if index else "") for index in range(len(runners))]

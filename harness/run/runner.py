@@ -10,10 +10,10 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ from harness.model import (
     EngineOptions,
     Expectation,
     Feed,
+    Maintenance,
     RunRecord,
     TableLayout,
     Verdict,
@@ -85,6 +86,7 @@ from harness.services.s3_counter import traffic_between
 from harness.services.stacks import RunCatalog, Stack, close_catalog
 from scenarios import get_scenario
 from scenarios.base import DataSets, Scenario
+from scenarios.maintenance_step import MaintenanceStep
 
 # What one worker's figures say about the whole run when it is the run's only worker: all but its
 # error (the run's is run_error()).
@@ -245,23 +247,54 @@ class Runner:
 
     def run(self, plan: RunPlan) -> RunRecord:
         """One run of `plan` on a table of its own, created for it and removed afterwards."""
+        return self.run_and_maintain(plan, [], "")[0]
+
+    def run_and_maintain(
+        self, plan: RunPlan, steps: Sequence[Maintenance], maintainer: str
+    ) -> list[RunRecord]:
+        """`plan`'s run, then each maintenance step by `maintainer` on the table its write left (a
+        run each: `phase` names the step), the steps only after a write that passed; the records in
+        order. The table is created for the write and removed after its last step."""
         scenario = get_scenario(plan.scenario)()
         writer = get_writer(plan.writer)
         identity = self._identity(plan, scenario, writer)
         if refused := self._refused(scenario, writer, identity, plan):  # before any folder or catalog
-            return self._conclude(refused, [], scenario)
+            return [self._conclude(refused, [], scenario)]
         try:
             run_catalog = self.new_catalog(f"{plan.scenario}-{plan.writer}")
         except OSError as exc:  # a full or unwritable results folder: this run's error, not the matrix's
-            return self._finish(
-                RunRecord(**identity, status="error", error=f"run set-up failed: {one_line(exc)}")
-            )
+            return [
+                self._finish(
+                    RunRecord(**identity, status="error", error=f"run set-up failed: {one_line(exc)}")
+                )
+            ]
+        records: list[RunRecord] = []
         try:
             record, ends = self._attempt(plan, scenario, run_catalog, run_catalog.work, identity)
+            if steps and record.status == "ok" and record.verdict is not None and record.verdict.passed:
+                records.append(self._conclude(record, ends, scenario))
+                records += self._maintain(plan, scenario, steps, maintainer, run_catalog)
         finally:  # the space its files took is back before its record is written (a full disk)
             self.release(run_catalog)
             release_freed_memory()  # and the memory its judging took, before the next worker
-        return self._conclude(record, ends, scenario)
+        return records or [self._conclude(record, ends, scenario)]
+
+    def _maintain(
+        self,
+        plan: RunPlan,
+        written: Scenario,
+        steps: Sequence[Maintenance],
+        maintainer: str,
+        run_catalog: RunCatalog,
+    ) -> list[RunRecord]:
+        records = []
+        for step in steps:
+            step_plan = replace(plan, phase=step.value, maintainer=maintainer)
+            _, work = self.store.new_work_folder(f"{plan.scenario}-{plan.writer}-{step.value}")
+            records.append(
+                self.run_on(step_plan, MaintenanceStep(step, written, maintainer), run_catalog, work)
+            )
+        return records
 
     def new_catalog(self, label: str) -> RunCatalog:
         """A catalog and namespace of a run's own, in a new work folder of the results."""

@@ -16,19 +16,15 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from pyiceberg.catalog.sql import SqlCatalog
+from kept_v3_run import kept_v3_run
 from pyiceberg.manifest import MANIFEST_ENTRY_SCHEMAS, MANIFEST_LIST_FILE_SCHEMAS
 from pyiceberg.table import StaticTable, Table
 from pyroaring import BitMap
 
-from harness.base.layout_text import parse_layout
-from harness.base.results import ResultsStore
 from harness.engines.spark import missing_jars
 from harness.judge.lineage import LINEAGE_CHECK, read_avro
 from harness.judge.oracle import capture_state, judge
 from harness.judge.reference import REFERENCE_CHECK
-from harness.run.runner import Runner, RunPlan
-from harness.services.stacks.embedded import EmbeddedStack
 from scenarios import get_scenario
 
 pytestmark = pytest.mark.skipif(bool(missing_jars()), reason="Spark jars missing: run make spark-jars")
@@ -40,16 +36,7 @@ DELETES = 1  # a manifest's content: deletes
 @pytest.fixture(scope="module")
 def mor_v3(settings, tiny_sets) -> tuple[object, Table]:
     """spark-mor's upsert of tiny's changes into a v3 table, kept for the damage."""
-    kept = settings.model_copy(update={"keep_warehouse": True})
-    store = ResultsStore(kept.results_dir)
-    v3 = parse_layout("", "", ["format-version=3"])
-    record = Runner(kept, store, EmbeddedStack(kept)).run(
-        RunPlan("upsert", "spark-mor", "tiny", tiny_sets, 5000, 2 * 2**30, layout=v3)
-    )
-    (catalog_file,) = store.folder.glob("work/*/warehouse/catalog.db")
-    warehouse = catalog_file.parent
-    catalog = SqlCatalog("icebench", uri=f"sqlite:///{catalog_file}", warehouse=f"file://{warehouse}")
-    return record, catalog.load_table("bench.upsert")
+    return kept_v3_run(settings, tiny_sets, "upsert", "spark-mor")
 
 
 def test_sparks_deletion_vectors_are_applied_by_the_oracle_and_read_by_java(mor_v3):

@@ -7,8 +7,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+from kept_v3_run import kept_v3_run
 from pyiceberg.avro.file import AvroFile, AvroOutputFile
-from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.manifest import (
     DATA_FILE_TYPE,
@@ -19,12 +19,8 @@ from pyiceberg.manifest import (
 from pyiceberg.table import StaticTable, Table
 from pyiceberg.typedef import Record
 
-from harness.base.layout_text import parse_layout
-from harness.base.results import ResultsStore
 from harness.engines.spark import missing_jars
 from harness.judge.lineage import LINEAGE_CHECK, lineage_check
-from harness.run.runner import Runner, RunPlan
-from harness.services.stacks.embedded import EmbeddedStack
 
 FIRST_ROW_ID = [field.name for field in DATA_FILE_TYPE[3].fields].index("first_row_id")
 
@@ -34,16 +30,7 @@ pytestmark = pytest.mark.skipif(bool(missing_jars()), reason="Spark jars missing
 @pytest.fixture(scope="module")
 def spark_v3(settings, tiny_sets) -> tuple[object, Table]:
     """Spark's append of tiny into a v3 table, two files (5,000 rows each), kept for the damage."""
-    kept = settings.model_copy(update={"keep_warehouse": True})
-    store = ResultsStore(kept.results_dir)
-    v3 = parse_layout("", "", ["format-version=3"])
-    record = Runner(kept, store, EmbeddedStack(kept)).run(
-        RunPlan("append", "spark", "tiny", tiny_sets, 5000, 2 * 2**30, layout=v3)
-    )
-    (catalog_file,) = store.folder.glob("work/*/warehouse/catalog.db")
-    warehouse = catalog_file.parent
-    catalog = SqlCatalog("icebench", uri=f"sqlite:///{catalog_file}", warehouse=f"file://{warehouse}")
-    return record, catalog.load_table("bench.append")
+    return kept_v3_run(settings, tiny_sets, "append", "spark")
 
 
 def test_sparks_v3_table_hands_out_each_row_id_once(spark_v3):

@@ -16,8 +16,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.base.errors import IcebenchError, first_error
-from harness.base.results import now_iso, read_environment, read_results_folder
-from harness.model import Metric, RunKey, RunRecord, Status, metrics, run_key
+from harness.base.results import now_iso, read_calibration, read_environment, read_results_folder
+from harness.model import MachineSpeed, Metric, RunKey, RunRecord, Status, metrics, run_key
 from reports.fits import Fit, fits
 
 # 2: run keys with isolation, cap and batch size, the writers' source hashes, fits computed from
@@ -61,6 +61,7 @@ class Baseline(BaseModel):
     versions: dict[str, str]  # library -> version(s) the workers ran with
     runs: dict[str, RunAggregate]  # run key text -> aggregate
     scales: dict[str, ScaleAggregate]  # run key text (less the axis) -> the fit's figures
+    machine: MachineSpeed | None = None  # the calibration's medians; None: the folders have none
 
 
 def aggregate(metric: Metric, values: Iterable[float | int | None]) -> float | int | None:
@@ -140,7 +141,18 @@ def build_baseline(results_dirs: Sequence[Path]) -> Baseline:
         records += found
         if not found:  # the environment is all that names the versions
             environments.append(environment_versions)
-    return baseline_of_records(records, [str(folder) for folder in results_dirs], environments)
+    baseline = baseline_of_records(records, [str(folder) for folder in results_dirs], environments)
+    return baseline.model_copy(update={"machine": machine_speed(results_dirs)})
+
+
+def machine_speed(results_dirs: Sequence[Path]) -> MachineSpeed | None:
+    """The medians of the folders' calibration samples: the machine's speed while they ran."""
+    samples = [sample for folder in results_dirs for sample in read_calibration(folder)]
+    if not samples:
+        return None
+    return MachineSpeed(
+        cpu_s=statistics.median(s.cpu_s for s in samples), wall_s=statistics.median(s.wall_s for s in samples)
+    )
 
 
 def baseline_of_records(

@@ -3,10 +3,11 @@
 What counts as a regression: a correctness check that passed now fails; a run that was ok no
 longer is (oom, error, unsupported); a metric the registry gates (harness/model/__init__.py METRICS: peak
 memory, wall time, manifests, orphan files, a fit's growth exponent) got worse beyond its
-threshold; a key of the baseline is missing from the current results. Improvements and new keys
-never fail the gate; keys whose writer module changed are listed as not comparable, never failed.
-A gate that passed says what it held (`passed_text`): what it compared, each threshold in use and
-the figure that came closest to it.
+threshold; a key of the baseline is missing from the current results. A time's ratio is divided by
+the machine's (`MachineFactor`: the calibration workload's, timed beside the runs on each side), so a
+slower or busier machine is not a regression. Improvements and new keys never fail the gate; keys
+whose writer module changed are listed as not comparable, never failed. A gate that passed says what
+it held (`passed_text`): what it compared, each threshold in use and the figure that came closest to it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
@@ -25,7 +26,7 @@ from rich.table import Table
 from harness.base.config_file import read_table
 from harness.base.errors import IcebenchError
 from harness.base.reasons import counted
-from harness.model import Metric, metric, metrics
+from harness.model import MachineSpeed, Metric, metric, metrics
 from reports.baseline import Baseline, status_text
 from reports.compare import NOT_COMPARABLE, KeyComparison, change_text, compare, kind_metrics
 from reports.summary import markdown_table, metric_text
@@ -119,15 +120,53 @@ def _checks_regressed(row: KeyComparison) -> list[Regression]:
 
 
 @dataclass(frozen=True)
+class MachineFactor:
+    """How much longer the calibration workload took now than beside the baseline's runs, per clock
+    (2.0: the machine ran it at half the speed). A time's ratio divided by it is the code's change."""
+
+    base: MachineSpeed
+    current: MachineSpeed
+
+    @classmethod
+    def of(cls, base: MachineSpeed | None, current: MachineSpeed | None) -> MachineFactor | None:
+        return None if base is None or current is None else cls(base, current)
+
+    def on(self, clock: Literal["cpu", "wall"]) -> float:
+        if clock == "cpu":
+            return self.current.cpu_s / self.base.cpu_s
+        return self.current.wall_s / self.base.wall_s
+
+    @property
+    def text(self) -> str:
+        """`machine 1.45x cpu, 1.52x wall (calibration 0.52 s cpu now, 0.36 s in the baseline)`."""
+        return (
+            f"machine {self.on('cpu'):.2f}x cpu, {self.on('wall'):.2f}x wall (calibration "
+            f"{self.current.cpu_s:.2f} s cpu now, {self.base.cpu_s:.2f} s in the baseline): time ratios "
+            "are divided by it"
+        )
+
+
+def machine_text(machine: MachineFactor | None) -> str:
+    """What the gate did with the machine's speed, for the CLI to say."""
+    if machine is not None:
+        return machine.text
+    return (
+        "machine: no calibration on one side (results or baseline made before it), time ratios compared "
+        "as measured"
+    )
+
+
+@dataclass(frozen=True)
 class Held:
     """One gated figure of one key, as the gate held it: the change against the threshold's limit,
     or under its floor (the current value of the floor's metric too small to mean anything)."""
 
     key: str
     metric: Metric  # the gated metric: its threshold and how it compares
-    change: float  # current / base, or current - base
+    change: float  # current / base, or current - base; a time's ratio divided by the machine's
     limit: float
     floored: bool
+    measured: float | None = None  # a time's ratio as measured, before the machine's was taken out
 
     @property
     def regressed(self) -> bool:
@@ -154,13 +193,18 @@ class Held:
         return worse / room if room > 0 else 1.0
 
 
-def _held(row: KeyComparison, gated: Metric, thresholds: GateThresholds) -> Held | None:
+def _held(
+    row: KeyComparison, gated: Metric, thresholds: GateThresholds, machine: MachineFactor | None
+) -> Held | None:
     """The gated figure of `gated` for the key; None when a side has no value to compare."""
     assert gated.gate is not None and gated.threshold is not None
     change = row.metrics.get(gated.name)
     amount = change.change(gated) if change is not None else None
     if amount is None:
         return None
+    measured = None
+    if machine is not None and gated.gate.clock is not None and gated.compare == "ratio":
+        measured, amount = amount, amount / machine.on(gated.gate.clock)
     floor = gated.gate.floor
     reached = row.metrics.get(floor.metric) if floor is not None else None
     floored = (
@@ -169,11 +213,13 @@ def _held(row: KeyComparison, gated: Metric, thresholds: GateThresholds) -> Held
         and reached.current is not None
         and reached.current < thresholds.limit(floor.name)
     )
-    return Held(row.key, gated, amount, thresholds.limit(gated.threshold), floored)
+    return Held(row.key, gated, amount, thresholds.limit(gated.threshold), floored, measured)
 
 
-def _metric_regressed(row: KeyComparison, gated: Metric, thresholds: GateThresholds) -> Regression | None:
-    held = _held(row, gated, thresholds)
+def _metric_regressed(
+    row: KeyComparison, gated: Metric, thresholds: GateThresholds, machine: MachineFactor | None
+) -> Regression | None:
+    held = _held(row, gated, thresholds, machine)
     if held is None or not held.regressed:
         return None
     assert gated.gate is not None
@@ -186,10 +232,13 @@ def _metric_regressed(row: KeyComparison, gated: Metric, thresholds: GateThresho
         current=change.current,
         change=held.change,
         threshold=held.limit,
+        detail=None if held.measured is None else f"{held.measured:.2f}x as measured, over the machine's",
     )
 
 
-def _regressions_of(row: KeyComparison, thresholds: GateThresholds) -> list[Regression]:
+def _regressions_of(
+    row: KeyComparison, thresholds: GateThresholds, machine: MachineFactor | None
+) -> list[Regression]:
     if row.presence in ("current only", "not comparable"):
         return []  # new keys are not regressions; a changed writer is listed, not judged
     if row.presence == "base only":
@@ -198,7 +247,9 @@ def _regressions_of(row: KeyComparison, thresholds: GateThresholds) -> list[Regr
     if status is not None:
         # A run that no longer completes has no comparable numbers: its status is the regression.
         return [status, *_checks_regressed(row)]
-    found = [_metric_regressed(row, m, thresholds) for m in kind_metrics(row.kind) if m.gate is not None]
+    found = [
+        _metric_regressed(row, m, thresholds, machine) for m in kind_metrics(row.kind) if m.gate is not None
+    ]
     return _checks_regressed(row) + [regression for regression in found if regression is not None]
 
 
@@ -214,18 +265,28 @@ def require_compared(rows: Sequence[KeyComparison]) -> None:
     )
 
 
-def regressions(rows: Sequence[KeyComparison], thresholds: GateThresholds | None = None) -> list[Regression]:
+def regressions(
+    rows: Sequence[KeyComparison],
+    thresholds: GateThresholds | None = None,
+    machine: MachineFactor | None = None,
+) -> list[Regression]:
     """Every regression among compared rows; empty when the gate passes."""
     thresholds = thresholds or GateThresholds()
-    return [regression for row in rows for regression in _regressions_of(row, thresholds)]
+    return [regression for row in rows for regression in _regressions_of(row, thresholds, machine)]
 
 
 def gate(baseline: Baseline, current: Baseline, thresholds: GateThresholds | None = None) -> list[Regression]:
-    """Every regression of current against baseline; empty when the gate passes."""
-    return regressions(compare(baseline, current), thresholds)
+    """Every regression of current against baseline, times against the machine's; empty when it passes."""
+    machine = MachineFactor.of(baseline.machine, current.machine)
+    return regressions(compare(baseline, current), thresholds, machine)
 
 
-def passed_text(rows: Sequence[KeyComparison], thresholds: GateThresholds, against: str) -> str:
+def passed_text(
+    rows: Sequence[KeyComparison],
+    thresholds: GateThresholds,
+    against: str,
+    machine: MachineFactor | None = None,
+) -> str:
     """What a gate that passed held, for the CLI to print: the keys and runs compared, how many
     figures were gated (and how many sat under a floor), each threshold in use (a config's value
     with the default it replaced) with the figure that came closest to it, and the closest margin
@@ -236,7 +297,7 @@ def passed_text(rows: Sequence[KeyComparison], thresholds: GateThresholds, again
         found
         for row in compared
         for gated in kind_metrics(row.kind)
-        if gated.gate is not None and (found := _held(row, gated, thresholds)) is not None
+        if gated.gate is not None and (found := _held(row, gated, thresholds, machine)) is not None
     ]
     gated = [one for one in held if not one.floored]
     runs = sum(len(row.current_statuses) for row in run_rows)

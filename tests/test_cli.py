@@ -6,11 +6,11 @@ import re
 import pytest
 
 from generators.presets import PRESETS
-from harness.base.results import read_runs
+from harness.base.results import read_calibration, read_runs
 from harness.cli.main import main
 from harness.engines.writers import writers
 from harness.model import Check, RunRecord, Verdict
-from reports.baseline import newest_results_folder
+from reports.baseline import build_baseline, newest_results_folder
 from reports.fits import fits
 from reports.verdict import VerdictsFailed, require_passed
 from scenarios import scenarios
@@ -62,6 +62,10 @@ def test_matrix_prints_a_summary_and_writes_runs_and_environment(capsys, setting
     environment = json.loads((folder / "environment.json").read_text())
     assert environment["versions"]["pyiceberg"] == "0.12.0"
     assert environment["isolation"] in ("cgroup", "rlimit")
+    # The machine's speed, sampled as the round began and after it: what the gate divides times by.
+    samples = read_calibration(folder)
+    assert len(samples) == 2 and all(sample.cpu_s > 0 and sample.wall_s > 0 for sample in samples)
+    assert build_baseline([folder]).machine is not None
 
 
 def test_matrix_config_file(capsys, settings, tiny_sets, tmp_path):

@@ -7,7 +7,7 @@ import pytest
 from harness.base.errors import IcebenchError
 from harness.base.results import ResultsStore
 from harness.cli.main import main
-from harness.model import Check, RunRecord, Verdict
+from harness.model import Check, MachineSpeed, RunRecord, Verdict
 from reports.baseline import build_baseline, load_baseline, save_baseline
 from reports.compare import compare, comparison_markdown
 from reports.gate import GateThresholds, gate, load_thresholds, regressions_markdown
@@ -82,10 +82,12 @@ def scale(exponent: float, unit_s: float = 0.01) -> list[RunRecord]:
     ]
 
 
-def results(root: Path, name: str, runs=(), scales=()) -> Path:
+def results(root: Path, name: str, runs=(), scales=(), calibration=()) -> Path:
     store = ResultsStore(root, run_id=name)
     for record in [*runs, *(point for points in scales for point in points)]:
         store.append(record)
+    for cpu_s, wall_s in calibration:
+        store.append_calibration(MachineSpeed(cpu_s=cpu_s, wall_s=wall_s))
     return store.folder
 
 
@@ -199,6 +201,51 @@ def test_cpu_time_is_gated_where_load_moved_only_the_wall_time(tmp_path):
     # A side without CPU accounting (rlimit, none) leaves it ungated; its wall time still is.
     unaccounted = gate_of(tmp_path / "rlimit", three(wall_s=1.6), three(wall_s=1.7, cpu_s=3.4), ci)
     assert unaccounted == []
+
+
+def calibrated_gate(tmp_path, base_runs, base_machine, current_runs, current_machine):
+    """The gate of runs beside calibration samples (cpu_s, wall_s) on each side."""
+    base = build_baseline([results(tmp_path, "base", base_runs, calibration=base_machine)])
+    current = build_baseline([results(tmp_path, "current", current_runs, calibration=current_machine)])
+    return gate(base, current, GateThresholds(wall_time_ratio=1.5, cpu_time_ratio=1.5))
+
+
+def test_a_slower_machine_is_not_a_regression_and_the_code_on_it_still_is(tmp_path):
+    """The last CI that failed: every pyiceberg writer's CPU time 1.5-1.66x the baseline's on a
+    busier machine, the code unchanged. The calibration, timed beside the runs, took as much longer."""
+    base_machine = [(0.33, 0.34), (0.35, 0.35), (0.34, 0.36)]
+    busy_machine = [(0.52, 0.55), (0.55, 0.57), (0.53, 0.56)]  # median 1.56x cpu, 1.58x wall
+    base = three(wall_s=2.0, cpu_s=1.66)
+    assert (
+        calibrated_gate(tmp_path / "busy", base, base_machine, three(wall_s=3.1, cpu_s=2.53), busy_machine)
+        == []
+    )
+    # The same machine, the code 1.6x slower: a regression, its measured ratio in the detail.
+    slower = calibrated_gate(
+        tmp_path / "slower", base, base_machine, three(wall_s=3.2, cpu_s=2.66), base_machine
+    )
+    assert kinds(slower) == [("wall_time", "wall_s"), ("cpu_time", "cpu_s")]
+    assert slower[1].change == pytest.approx(2.66 / 1.66) and slower[1].detail.startswith("1.60x as measured")
+    # A faster machine does not hide code that got slower: 1.2x as measured where the machine ran
+    # the calibration at 1/0.7 the speed is 1.7x the code's own.
+    fast_machine = [(cpu * 0.7, wall * 0.7) for cpu, wall in base_machine]
+    hidden = calibrated_gate(
+        tmp_path / "fast", base, base_machine, three(wall_s=2.0, cpu_s=2.0), fast_machine
+    )
+    assert kinds(hidden) == [("cpu_time", "cpu_s")]
+    assert hidden[0].change == pytest.approx(2.0 / 1.66 / 0.7)
+
+
+def test_without_a_calibration_on_one_side_times_are_compared_as_measured(tmp_path, capsys):
+    """A baseline made before the calibration existed: nothing to divide by, and the gate says so."""
+    base = build_baseline([results(tmp_path, "base", three(cpu_s=1.66))])
+    assert base.machine is None
+    current = build_baseline([results(tmp_path, "current", three(cpu_s=2.53), calibration=[(0.52, 0.55)])])
+    assert current.machine == MachineSpeed(cpu_s=0.52, wall_s=0.55)
+    assert kinds(gate(base, current)) == [("cpu_time", "cpu_s")]
+    save_baseline([tmp_path / "base"], tmp_path / "old.json")
+    assert main(["gate", "--baseline", str(tmp_path / "old.json"), str(tmp_path / "current")]) == 1
+    assert "machine: no calibration on one side" in capsys.readouterr().out
 
 
 def test_growth_exponent_beyond_the_delta_regresses(tmp_path):

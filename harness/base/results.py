@@ -23,6 +23,7 @@ from harness.model import (
     Environment,
     GitState,
     Machine,
+    MachineSpeed,
     RunRecord,
     WorkerResult,
 )
@@ -87,6 +88,26 @@ def git_state(checkout: Path) -> GitState | None:
         return None
 
 
+CALIBRATION_FILE = "calibration.jsonl"
+
+
+def read_calibration(folder: Path) -> list[MachineSpeed]:
+    """The machine's speed samples of a results folder; none where it has no file (results made
+    before it, or by a workload that does not calibrate), and a bad line is left out: informative,
+    as the environment is, and the gate says when it has none to use."""
+    try:
+        lines = (folder / CALIBRATION_FILE).read_text().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    found = []
+    for line in lines:
+        try:
+            found.append(MachineSpeed.model_validate_json(line))
+        except ValidationError:
+            continue
+    return found
+
+
 def read_environment(folder: Path) -> Environment | None:
     """environment.json of a results folder; None when absent or unreadable (it is informative only)."""
     try:
@@ -126,6 +147,13 @@ class ResultsStore:
                 f"run {record.scenario} x {record.writer}: its record could not be written to "
                 f"{self.runs_path} ({one_line(exc)}); it was {outcome}"
             )
+
+    def append_calibration(self, speed: MachineSpeed) -> None:
+        """A sample of the machine's speed, beside the runs it was taken among."""
+        try:
+            append_line(self.folder / CALIBRATION_FILE, speed.model_dump_json())
+        except OSError as exc:
+            warn(f"the machine's calibration could not be written to {self.folder}: {one_line(exc)}")
 
     def new_work_folder(self, name: str) -> tuple[int, Path]:
         """A fresh folder for one run's files, `<n>-<name>`: n counts the folder's runs, whichever

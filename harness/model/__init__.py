@@ -486,6 +486,14 @@ class Environment(BaseModel):
     icebench_git: GitState | None = None  # None: not run from a git checkout
 
 
+class MachineSpeed(BaseModel, frozen=True):
+    """How long the calibration workload took (harness/services/calibration.py): the machine's speed
+    when a results folder was made, which the gate divides time ratios by."""
+
+    cpu_s: float
+    wall_s: float
+
+
 def _size_text(size: int) -> str:
     for unit, factor in (("g", 2**30), ("m", 2**20)):
         if size % factor == 0:
@@ -575,6 +583,8 @@ class Gate(BaseModel, frozen=True):
     kind: str  # the regression's kind in the gate's table
     limit: float
     floor: Floor | None = None
+    # A time: its ratio is divided by the machine's, the calibration's on this clock (MachineSpeed).
+    clock: Literal["cpu", "wall"] | None = None
 
 
 class Metric(BaseModel, frozen=True):
@@ -609,18 +619,22 @@ class Metric(BaseModel, frozen=True):
 _WALL_TIME = Gate(
     kind="wall_time",
     limit=1.5,
+    clock="wall",
     floor=Floor(name="min_wall_s", metric="wall_s", value=1.0, why="sub-second times are start-up noise"),
 )
-# CPU time is the compute a run took, which load from other work on the machine hardly changes.
+# CPU time is the compute a run took: load from other work moves it less than wall time, but it does
+# move it (a shared core's caches), and another machine's CPU moves it more: hence the calibration.
 _CPU_TIME = Gate(
     kind="cpu_time",
     limit=1.5,
+    clock="cpu",
     floor=Floor(name="min_cpu_s", metric="cpu_s", value=1.0, why="sub-second CPU times are start-up noise"),
 )
 # A full scan of `tiny` is well under a second, mostly the reader's start: gated from a second up.
 _SCAN_TIME = Gate(
     kind="scan_time",
     limit=1.5,
+    clock="wall",
     floor=Floor(name="min_full_scan_s", metric="full_scan_s", value=1.0, why="sub-second scans are noise"),
 )
 # A write or a scan makes the same requests each time it does the same work: any more is a change.

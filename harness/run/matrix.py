@@ -14,7 +14,7 @@ from generators.presets import get_preset
 from generators.schema import wide_schema
 from generators.source import ParquetSource
 from generators.your_changes import YOUR_SETS, sets_of_yours
-from harness.base.errors import IcebenchError
+from harness.base.errors import IcebenchError, warn
 from harness.base.layout import check_layout
 from harness.base.results import ResultsStore
 from harness.base.settings import Settings
@@ -24,10 +24,15 @@ from harness.run.events import MatrixEvents
 from harness.run.find_cap import find_caps
 from harness.run.plugins import default_scenarios, writer_libraries
 from harness.run.runner import Runner, RunPlan
+from harness.services.calibration import measure
 from harness.services.envs import variants
 from harness.services.stacks import Stack
 from scenarios import get_scenario
 from scenarios.base import DataSets
+
+# The machine's speed is sampled (~2 s) before every this many pairs and after the last: the gate
+# divides time ratios by the samples' median, so a slow spell anywhere in the run is in it.
+CALIBRATE_EVERY = 16
 
 
 def axis_scenarios(config: MatrixConfig) -> list[str]:
@@ -124,7 +129,9 @@ def run_matrix(
         ]
         ran: dict[int, list[RunRecord]] = {index: [] for index in range(len(runners))}
         with events.stage(f"matrix {preset}" + (f" [{labels}]" if labels else ""), len(plans) * len(runners)):
-            for plan in plans:
+            for number, plan in enumerate(plans):
+                if number % CALIBRATE_EVERY == 0:
+                    _calibrate(store)
                 # The scale axis' points are not kept: maintenance follows whole-set writes only.
                 steps = config.maintenance if plan.limit_rows is None else []
                 maintainer = config.maintainer_of(plan.writer) if steps else ""
@@ -136,10 +143,19 @@ def run_matrix(
                     events.run_finished(plan, write)
                     for step in maintained:
                         events.step_finished(replace(plan, phase=step.phase, maintainer=maintainer), step)
+            _calibrate(store)
         if config.find_cap:  # this preset's records of each variant, each beside its plan
             for index, runner in enumerate(runners):
                 records += find_caps(runner, plans, ran[index], caps[-1], events)
     return records
+
+
+def _calibrate(store: ResultsStore) -> None:
+    """A sample of the machine's speed into the results, for the gate; one that fails is said, not fatal."""
+    try:
+        store.append_calibration(measure())
+    except IcebenchError as exc:
+        warn(f"{exc}; the gate will compare these results' times unadjusted for the machine")
 
 
 def check_preset_layouts(layouts: list[TableLayout], preset_names: list[str]) -> None:

@@ -41,7 +41,9 @@ def run(args: argparse.Namespace) -> None:
     from reports.compare import compare, not_comparable
     from reports.gate import (
         GateFailed,
+        MachineFactor,
         load_thresholds,
+        machine_text,
         passed_text,
         regressions,
         regressions_markdown,
@@ -55,21 +57,26 @@ def run(args: argparse.Namespace) -> None:
         newest_results_folder(load_settings(args.config, results_dir=args.results).results_dir)
     ]
     where = ", ".join(str(f) for f in folders)
+    machine = None  # two variants ran interleaved, on one machine: nothing to take out
     if baseline is not None:
-        rows = compare(baseline, build_baseline(folders))
+        results = build_baseline(folders)
+        rows = compare(baseline, results)
         against = f"{where} against {args.baseline}"
+        machine = MachineFactor.of(baseline.machine, results.machine)
     else:
         base, current = args.variants
         rows = compare(*variant_baselines(folders, base, current))
         against = f"{current} against {base} in {where}"
-    found = regressions(rows, thresholds)
+    found = regressions(rows, thresholds, machine)
     print_not_comparable(not_comparable(rows))  # listed, never failed: their numbers measure other code
     require_compared(rows)
     if not found:
-        say(passed_text(rows, thresholds, against))
-        return
-    if args.markdown:
+        say(passed_text(rows, thresholds, against, machine))
+    elif args.markdown:
         print(regressions_markdown(found))
     else:
         show(regressions_table(found, title=f"regressions: {against}"))
-    raise GateFailed(f"gate failed: {len(found)} regressions, {against}")
+    if baseline is not None:
+        say(f"  {machine_text(machine)}")
+    if found:
+        raise GateFailed(f"gate failed: {len(found)} regressions, {against}")

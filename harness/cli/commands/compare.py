@@ -25,6 +25,7 @@ def run(args: argparse.Namespace) -> None:
         nothing_shared,
         version_changes,
     )
+    from reports.gate import MachineFactor
 
     base, current = baseline_of(args.base), baseline_of(args.current)
     rows = compare(base, current)
@@ -34,6 +35,8 @@ def run(args: argparse.Namespace) -> None:
         show(*comparison_tables(rows, title=f"{args.base} → {args.current}"))
     for change in version_changes(base, current):
         output.console.print(f"version changed: {change}")
+    if machine := MachineFactor.of(base.machine, current.machine):  # the ratios above are as measured
+        output.console.print(f"{machine.text}: the gate divides time ratios by it")
     print_not_comparable(not_comparable(rows))
     if disjoint := nothing_shared(rows):
         warn(disjoint)

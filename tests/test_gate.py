@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.base.errors import IcebenchError
-from harness.base.results import ResultsStore
+from harness.base.errors import IcebenchError, IcebenchWarning
+from harness.base.results import ResultsStore, read_calibration
 from harness.cli.main import main
 from harness.model import Check, MachineSpeed, RunRecord, Verdict
 from reports.baseline import build_baseline, load_baseline, save_baseline
@@ -373,3 +373,18 @@ def test_compare_of_folders_with_nothing_in_common_says_so_and_why(tmp_path, cap
     )
     assert main(["compare", str(base), str(results(tmp_path, "same", three()))]) == 0
     assert "nothing in common" not in capsys.readouterr().err
+
+
+def test_a_calibration_that_cannot_run_is_said_and_the_matrix_goes_on(tmp_path, monkeypatch):
+    """No sample then: the gate compares those results' times as measured, and says so."""
+    from harness.run import matrix
+    from harness.services import calibration
+
+    assert calibration.measure().cpu_s > 0
+    monkeypatch.setattr(calibration.sys, "executable", str(tmp_path / "no-python"))
+    with pytest.raises(IcebenchError, match=r"^the machine's calibration workload failed: "):
+        calibration.measure()
+    store = ResultsStore(tmp_path, run_id="uncalibrated")
+    with pytest.warns(IcebenchWarning, match="the gate will compare these results' times unadjusted"):
+        matrix._calibrate(store)
+    assert read_calibration(store.folder) == []

@@ -231,7 +231,9 @@ def _metric_regressed(
         current=change.current,
         change=held.change,
         threshold=held.limit,
-        detail=None if held.measured is None else f"{held.measured:.2f}x as measured, over the machine's",
+        detail=None
+        if held.measured is None
+        else f"{held.measured:.2f}x as measured, the machine's {held.measured / held.change:.2f}x taken out",
     )
 
 

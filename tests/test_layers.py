@@ -84,6 +84,7 @@ MAY_PRINT = {
     "harness/engines/availability.py": "a program of its own too, in a writer's environment: its answer",
     "harness/base/signals.py": "the CLI's signal handling: the last words before an exit",
     "harness/services/rust_worker.py": "a program of its own too (make lint-rust asks it): its answer",
+    "harness/services/calibration.py": "a program of its own too: its CPU time, to the harness timing it",
 }
 
 

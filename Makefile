@@ -23,6 +23,8 @@ TIMEOUT   ?= $(if $(filter wide events,$(PRESET)),900)
 PARTITIONS ?= $(if $(filter wide,$(PRESET)),none day(c017_ts) bucket[16](id))
 # The writers on the matrix's scale axis, append at 50, 100 and 200 batches (the O(N^2) picture); SCALE= to skip.
 SCALE     ?= pyiceberg-txn-batches,pyiceberg-add-files
+# The rows axis (docs/scale.md): the preset's shape at these row counts too, e.g. ROWS=1M,3M,10M.
+ROWS      ?=
 
 # The CI gate: its workload and thresholds, the baseline it is held to, where its results go.
 GATE_CONFIG   := baselines/ci-tiny.toml
@@ -101,7 +103,7 @@ bench: $(STAMP) $(STACK_PARTS) $(if $(findstring spark,$(WRITERS)),$(SPARK_JARS)
 	$(BIN)/icebench matrix $(if $(SOURCE),--source '$(SOURCE)' $(if $(KEY),--key $(KEY)),--preset $(PRESET)) \
 		--memory $(MEMORY) --report $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(STACK),--stack $(STACK)) \
 		$(if $(WRITERS),--writers $(WRITERS)) $(if $(SCENARIOS),--scenarios $(SCENARIOS)) \
-		$(if $(SCALE),--scale $(SCALE)) $(foreach spec,$(PARTITIONS),--partition '$(spec)')
+		$(if $(SCALE),--scale $(SCALE)) $(if $(ROWS),--rows $(ROWS)) $(foreach spec,$(PARTITIONS),--partition '$(spec)')
 
 # Longevity: ROUNDS rounds of PHASES (append,upsert,replace) by each writer on a table of its own,
 # judged after every phase, with each metric's degradation rate over the rounds.

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from harness.base.errors import close_match
+from harness.base.row_counts import at_rows_name, split_at_rows
 
-# A base set's bounds (generate's flags): keys are int64, with room above a set for the others' blocks.
-MAX_ROWS = 2**40
+# A base set's bounds (generate's flags; its rows: harness/base/row_counts.py): keys are int64, with room
+# above a set for the others' blocks.
 MAX_COLUMNS = 10_000
 MAX_FILES = 100_000
 MAX_FIRST_KEY = 2**62
@@ -39,9 +40,31 @@ PRESETS: dict[str, Preset] = {
 }
 
 
+def at_rows(preset: Preset, rows: int) -> Preset:
+    """`preset`'s shape (columns, types) at `rows`, its files as many rows each as the preset's: the
+    rows axis varies the rows alone. At the preset's own count, the preset itself."""
+    if rows == preset.rows:
+        return preset
+    files = max(1, min(rows, round(preset.files * rows / preset.rows)))
+    return replace(preset, name=at_rows_name(preset.name, rows), rows=rows, files=files)
+
+
 def get_preset(name: str) -> Preset:
-    try:
+    """A named preset, or one at another row count (`wide-3M`)."""
+    if name in PRESETS:
         return PRESETS[name]
-    except KeyError:
-        hint = close_match(name, PRESETS)
-        raise ValueError(f"unknown preset {name!r}{hint}; choose from {', '.join(PRESETS)}") from None
+    if (at := split_at_rows(name)) and at[0] in PRESETS:
+        return at_rows(PRESETS[at[0]], at[1])
+    hint = close_match(name, PRESETS)
+    raise ValueError(
+        f"unknown preset {name!r}{hint}; choose from {', '.join(PRESETS)}, or one at a row count (wide-3M)"
+    )
+
+
+def is_preset(name: str) -> bool:
+    """Whether `get_preset` knows `name`."""
+    try:
+        get_preset(name)
+    except ValueError:
+        return False
+    return True

@@ -22,7 +22,7 @@ from generators.manifest import (
     schema_fields,
 )
 from generators.parallel import Progress, report_progress, run_tasks
-from generators.presets import MAX_COLUMNS, MAX_FILES, MAX_FIRST_KEY, MAX_ROWS
+from generators.presets import MAX_COLUMNS, MAX_FILES, MAX_FIRST_KEY
 from generators.schema import (
     COLUMN_TYPES,
     EVOLVED_COLUMN,
@@ -31,6 +31,7 @@ from generators.schema import (
     recent_timestamps,
     wide_schema,
 )
+from harness.base.row_counts import MAX_ROWS
 
 ROW_GROUP_VALUE_BYTES = 48 * 2**20
 NULL_FRACTION = 0.1

@@ -32,10 +32,12 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from harness.base.caps import format_size
+from harness.base.row_counts import rows_text
 from harness.model import Metric, RunRecord, metrics, run_key
 from reports.caps import CapFigure, cap_figures, table_text
 from reports.fits import Fit, point_batches
 from reports.rounds import followed_metrics, phase_series
+from reports.rows import RowsFit, rows_metrics
 from reports.summary import metric_text, writer_text
 from reports.verdict import VerdictGroup, VerdictRow, cap_text, outcome_of, verdict_groups
 
@@ -349,6 +351,42 @@ def scale_figure(fits: Sequence[Fit]) -> Figure | None:
     axis.set_title("Growth of total write time (slope 1: linear, 2: quadratic)")
     axis.grid(alpha=0.3, which="both")
     figure.legend(loc="outside lower center", fontsize=7.5, ncols=1)
+    return figure
+
+
+def rows_figure(fits: Sequence[RowsFit]) -> Figure | None:
+    """Each metric of the rows axis against the rows fed, log-log, a line per pair with its
+    exponent: the writer's time and peak beside the harness's judging time and peak."""
+    shown = [found for found in rows_metrics() if any(fit.exponent(found) is not None for fit in fits)]
+    if not shown:
+        return None
+    figure, axes = _panels(len(shown))
+    colours = _colours(fit.label for fit in fits)
+    for axis, found in zip(axes, shown, strict=True):
+        rows_shown: set[int] = set()
+        for fit in fits:
+            if (exponent := fit.exponent(found)) is None:
+                continue
+            rows, values = zip(*fit.medians(found), strict=True)
+            rows_shown.update(rows)
+            scale = 2**20 if found.unit == "bytes" else 1
+            axis.plot(
+                rows,
+                [v / scale for v in values],
+                "o-",
+                color=colours[fit.label],
+                label=f"{fit.label}: n^{exponent:.2f}",
+            )
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.set_xticks(sorted(rows_shown), [rows_text(count) for count in sorted(rows_shown)])
+        axis.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        axis.set_xlabel("rows fed (batches of the same size)")
+        axis.set_ylabel(f"{found.label}, {'MiB' if found.unit == 'bytes' else 's'}")
+        axis.set_title(found.label)
+        axis.grid(alpha=0.3, which="both")
+        axis.legend(fontsize=7)
+    figure.suptitle("Growth in rows (slope 1: grows with the data; 0: flat)")
     return figure
 
 

@@ -24,12 +24,14 @@ from reports.plots import (
     png_bytes,
     requests_figure,
     rounds_figure,
+    rows_figure,
     scale_figure,
     scan_figure,
     timeline_figure,
     verdict_figure,
 )
 from reports.rounds import MAINTENANCE_NOTE, MAINTENANCE_TITLE, maintenance_rows, rounds_rows
+from reports.rows import ROWS_NOTE, rows_fits, rows_rows, rows_title
 from reports.summary import (
     FAILED_CHECK_HEADERS,
     UNSUPPORTED_HEADERS,
@@ -59,6 +61,7 @@ PLOTS: list[tuple[str, str, Callable[[list[RunRecord], list[Fit]], Figure | None
     ("verdict", "Write time against peak memory, per operation", lambda runs, _: verdict_figure(runs)),
     ("latency", "Step and commit latency per batch", lambda runs, _: latency_figure(runs)),
     ("scale", "Total write time against batch count", lambda _, found: scale_figure(found)),
+    ("rows", "Time and memory against rows", lambda runs, _: rows_figure(rows_fits(runs))),
     ("peak-memory", "Peak memory against the cap", lambda runs, _: peak_memory_figure(runs)),
     ("memory-timeline", "Memory over each run", lambda runs, _: timeline_figure(runs)),
     ("metrics", "Wall time, snapshots, data files, metadata", lambda runs, _: metrics_figure(runs)),
@@ -184,6 +187,9 @@ def _sections(
     if scales:
         sections.append(Section("Scale axis: the points of each fit", note=SCALE_NOTE))
         sections += [Section(fit_title(fit), *fit_rows(fit), level=3) for fit in scales]
+    if found_rows := rows_fits(runs):
+        sections.append(Section("Rows axis: the points of each fit", note=ROWS_NOTE))
+        sections += [Section(rows_title(fit), *rows_rows(fit), level=3) for fit in found_rows]
     for base, current, pairs in comparisons(runs):
         sections.append(Section(variant_title(base, current), *variant_rows(pairs)))
     if any(run.round is not None for run in runs):

@@ -291,6 +291,7 @@ CONFIG_VALID: dict[tuple[str, str], dict[str, str]] = {
         for key in ("worker_image", "warehouse", "s3_region")
     },
     ("matrix", "batches"): {"[1, 2]": "batch counts 1 and 2 are a scale axis"},
+    ("matrix", "rows"): {"[1, 2]": "row counts 1 and 2 are a rows axis"},
     **{(table, "format_versions"): {"[1, 2]": "format versions 1 and 2"} for table in ("matrix", "rounds")},
     **{(table, "sort"): {'""': "the default: unsorted"} for table in ("matrix", "rounds")},
     **{

@@ -209,7 +209,7 @@ def add_axis_flags(
         elif flag.names is not None:
             choices = names.NAMES[flag.names]
             options["type"] = (known if listed else one_known)(
-                flag.names, choices, names.LATE_NAMES.get(flag.names)
+                flag.names, choices, names.LATE_NAMES.get(flag.names), names.DERIVED_NAMES.get(flag.names)
             )
             options["help"] = f"{options['help']}; {one_of(choices())}"
         elif flag.repeated:

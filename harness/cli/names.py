@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 
-from generators.presets import PRESETS
+from generators.presets import PRESETS, is_preset
 from harness.base.registry import WRITER_ENTRY_POINTS, declared, declared_in, split_reference
 from harness.model import ORACLE_READER
 
@@ -101,3 +101,5 @@ NAMES: dict[str, Callable[[], list[str]]] = {
 }
 # Names asked only when a flag's value is none of the above (harness/cli/parser.py's `known`).
 LATE_NAMES: dict[str, Callable[[], list[str]]] = {"writer": installed_writer_names}
+# Names made from another (a preset at a row count, `wide-3M`): whether a name is one.
+DERIVED_NAMES: dict[str, Callable[[str], bool]] = {"preset": is_preset}

@@ -22,6 +22,7 @@ from reports.compare import NOT_COMPARABLE, KeyComparison
 from reports.fits import fits
 from reports.report import Report
 from reports.rounds import maintenance_tables, rounds_tables
+from reports.rows import rows_tables
 from reports.summary import fit_table, summary_tables
 from reports.terminal import fitted
 from reports.variants import variant_tables
@@ -132,6 +133,7 @@ def print_results(records: list[RunRecord], title: str) -> None:
     cap, and the smallest cap each pair survived (find-cap)."""
     show(*summary_tables(records, title=title))
     show(*(fit_table(fit) for fit in fits(records)))
+    show(*rows_tables(records))
     show(*rounds_tables(records), *maintenance_tables(records))
     show(*variant_tables(records))
     if verdict := verdict_table(records):

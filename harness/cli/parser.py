@@ -160,27 +160,35 @@ def require_known(kind: str, name: str, choices: list[str]) -> None:
 
 
 def known(
-    kind: str, known_names: Callable[[], list[str]], late_names: Callable[[], list[str]] | None = None
+    kind: str,
+    known_names: Callable[[], list[str]],
+    late_names: Callable[[], list[str]] | None = None,
+    derived: Callable[[str], bool] | None = None,
 ) -> Callable[[str], list[str]]:
     """`a,b` of names of `kind`, each one known: a misspelt one is refused as the flag is read.
-    `late_names`: names too costly to read for every command line, asked only on a miss."""
+    `late_names`: names too costly to read for every command line, asked only on a miss;
+    `derived`: whether a name no list can hold is one (a preset at a row count, `wide-3M`)."""
 
     def parse(text: str) -> list[str]:
         given, choices = name_list(text), known_names()
         if late_names is not None and any(name not in choices for name in given):
             choices = [*choices, *late_names()]
         for name in given:
-            checked(lambda name: require_known(kind, name, choices))(name)
+            if derived is None or not derived(name):
+                checked(lambda name: require_known(kind, name, choices))(name)
         return given
 
     return parse
 
 
 def one_known(
-    kind: str, known_names: Callable[[], list[str]], late_names: Callable[[], list[str]] | None = None
+    kind: str,
+    known_names: Callable[[], list[str]],
+    late_names: Callable[[], list[str]] | None = None,
+    derived: Callable[[str], bool] | None = None,
 ) -> Callable[[str], str]:
     """One name of `kind`, known."""
-    several = known(kind, known_names, late_names)
+    several = known(kind, known_names, late_names, derived)
 
     def parse(text: str) -> str:
         given = several(text)

@@ -661,6 +661,7 @@ METRICS: tuple[Metric, ...] = (
     Metric(name="cpu_s", label="cpu s", unit="s", aggregate="median", gate=_CPU_TIME),
     Metric(name="write_s", label="write s", unit="s", aggregate="median"),
     Metric(name="verify_s", label="verify s", unit="s", aggregate="median", plot=True),
+    Metric(name="oracle_peak_rss_bytes", label="oracle peak", unit="bytes", summary=False),
     Metric(name="batches", label="batches", unit="count"),
     Metric(name="late_early_ratio", label="late/early", unit="ratio", aggregate="median"),
     Metric(name="snapshots_added", label="snapshots", unit="count", plot=True),

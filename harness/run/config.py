@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
+from generators.presets import at_rows, get_preset
 from harness.base.caps import ByteSize
 from harness.base.config_file import Flag, read_table
 from harness.base.errors import IcebenchError
@@ -21,6 +22,7 @@ from harness.base.layout_text import (
     parse_property,
     parse_sort,
 )
+from harness.base.row_counts import row_count
 from harness.model import DEFAULT_ROUND_PHASES, ROUND_PHASES, Maintenance, TableLayout
 
 if TYPE_CHECKING:  # annotations only: settings load pydantic-settings, which the CLI's help need not
@@ -28,6 +30,14 @@ if TYPE_CHECKING:  # annotations only: settings load pydantic-settings, which th
 
 DEFAULT_SCALE_BATCHES = [50, 100, 200]
 DEFAULT_ROUNDS_WRITERS = ["pyiceberg-add-files", "pyiceberg-fast-append", "pyiceberg-txn-batches"]
+
+
+def _row_count(value: object) -> object:
+    """`3M` as 3,000,000 (a flag, a TOML string); a TOML integer as it is."""
+    return row_count(value) if isinstance(value, str) else value
+
+
+RowCount = Annotated[int, BeforeValidator(_row_count), Field(ge=1)]
 
 
 def comma_list(text: str) -> list[str]:
@@ -160,6 +170,16 @@ class MatrixConfig(Axes):
     whole_set: bool = Field(
         True, description="each pair also on its whole set (icebench scale: only the axis)"
     )
+    # The rows axis: each preset at these row counts instead (its shape and rows per file; batches
+    # of the same size, so more of them), for growth in rows beside growth in batches (reports/rows.py).
+    rows: Annotated[
+        list[RowCount],
+        Flag(
+            "--rows",
+            "the rows axis: each preset at these row counts (1M,3M,10M: the preset's shape at each)",
+            metavar="COUNTS",
+        ),
+    ] = Field(default_factory=list)
     # The cap axis: each pair under each cap (empty: the settings' one cap); --memory 2g,4g.
     memory: list[ByteSize] = Field(default_factory=list)
     # Maintenance of each pair's table after its write, each step a run of its own (the rounds'
@@ -181,7 +201,7 @@ class MatrixConfig(Axes):
     ] = False
 
     _split_matrix = field_validator(
-        "presets", "scenarios", "scale_writers", "memory", "maintenance", mode="before"
+        "presets", "scenarios", "scale_writers", "memory", "maintenance", "rows", mode="before"
     )(comma_separated)
 
     def caps(self, settings: Settings) -> list[int]:
@@ -210,11 +230,16 @@ class MatrixConfig(Axes):
             writers=[*self.writers, *self.scale_writers],
             maintainers=[self.maintainer] if self.maintainer else [],
         )
+        presets = list(
+            dict.fromkeys(at_rows(get_preset(name), rows).name for name in self.presets for rows in self.rows)
+        )
         chosen_writers = with_file_writers(self.writers or default_writers())
         batches = self.batches or (DEFAULT_SCALE_BATCHES if self.scale_writers else [])
         scale_writers = with_file_writers(self.scale_writers) if self.scale_writers else chosen_writers
         return self.model_copy(
             update={
+                "presets": presets or self.presets,
+                "rows": [],  # spent: the presets name their counts, so resolving again changes nothing
                 "scenarios": self.scenarios or default_scenarios(),
                 "writers": chosen_writers,
                 "batches": batches,

@@ -6,8 +6,9 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from generators.presets import MAX_COLUMNS, MAX_FILES, MAX_FIRST_KEY, MAX_ROWS, PRESETS
+from generators.presets import MAX_COLUMNS, MAX_FILES, MAX_FIRST_KEY, PRESETS
 from harness.base.errors import IcebenchError
+from harness.base.row_counts import MAX_ROWS
 from harness.cli.flags import add_config_flag
 from harness.cli.parser import folder, int_from, settings_model, size, spark_master, within
 

@@ -6,6 +6,7 @@ import argparse
 from functools import partial
 
 from harness.base.caps import format_size
+from harness.base.errors import IcebenchError
 from harness.cli.flags import (
     add_workload_flags,
     cap_axis,
@@ -30,6 +31,10 @@ def run(args: argparse.Namespace) -> None:
     from harness.run.your_sets import your_sets
 
     check_plugins(chosen)
+    if args.source is not None and asked.rows:
+        raise IcebenchError(
+            "--source and --rows: the rows axis makes a preset's data at other row counts, not yours"
+        )
     config = asked.resolved()
     if args.source is not None or any(get_preset(name).shape == "events" for name in config.presets):
         config = config.model_copy(update={"scenarios": your_scenarios(asked.scenarios)})

@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--preset",
-        type=one_known("preset", names.NAMES["preset"]),
+        type=one_known("preset", names.NAMES["preset"], derived=names.DERIVED_NAMES["preset"]),
         help=f"{one_of(names.NAMES['preset']())} (default tiny)",
     )
     add_source_flags(parser)

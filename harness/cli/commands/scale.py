@@ -18,7 +18,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--scenario", default="append", type=one_known("scenario", names.scenario_names),
         help="an append-like scenario (default append)",
     )  # fmt: skip
-    parser.add_argument("--preset", type=one_known("preset", names.NAMES["preset"]), help="default small")
+    parser.add_argument(
+        "--preset",
+        type=one_known("preset", names.NAMES["preset"], derived=names.DERIVED_NAMES["preset"]),
+        help="default small",
+    )
     parser.add_argument("--batches", type=batch_counts, default=[50, 100, 200, 400], metavar="COUNTS")
     parser.add_argument("--report", action="store_true", help="end by writing report.html / report.md")
     add_source_flags(parser)

@@ -45,3 +45,8 @@ def test_a_project_outside_the_repository_uses_the_fixture(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "3 passed" in done.stdout
     assert (project / ".pytest_cache" / "d" / "icebench-data").is_dir()  # data generated once, kept
+    uncached = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "bad_input", "test_theirs.py"],
+        cwd=project, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert uncached.returncode == 0 and "1 passed" in uncached.stdout, uncached.stdout[-3000:]

@@ -8,7 +8,8 @@ docs/results.md), so a library's CI can assert on it:
 
 Loaded by pytest from the `pytest11` entry point wherever icebench is installed; nothing heavy
 loads until a test asks for the fixture. Each run is `icebench run` in a process of its own; the
-data sets are kept in pytest's cache folder (generated once), the results in a temporary folder.
+data sets are kept in pytest's cache folder (generated once; without the cache plugin, in a temporary
+folder), the results in a temporary folder.
 """
 
 from __future__ import annotations
@@ -40,11 +41,8 @@ def icebench(
     """A function that runs one pair and returns its record: `icebench(writer=..., scenario="append",
     preset="tiny", memory="1g", writer_file=None, arguments=[...])`, `arguments` being any other flags
     of `icebench run`."""
-    data = (
-        request.config.cache.mkdir("icebench-data")
-        if request.config.cache
-        else tmp_path_factory.mktemp("data")
-    )
+    cache = getattr(request.config, "cache", None)  # absent under `-p no:cacheprovider`
+    data = cache.mkdir("icebench-data") if cache is not None else tmp_path_factory.mktemp("data")
 
     def run(
         writer: str | None = None,

@@ -16,6 +16,7 @@ from harness.model import Expectation, Maintenance
 from harness.run.config import MatrixConfig
 from harness.run.matrix import run_matrix
 from harness.run.rounds import RoundsConfig, run_rounds
+from harness.services.stacks import started
 from harness.services.stacks.embedded import EmbeddedStack
 from reports.rounds import maintenance_rows
 from reports.summary import scenario_text
@@ -107,6 +108,18 @@ def test_spark_maintains_its_own_tables_with_icebergs_procedures(settings):
         assert record.status == "ok" and record.verdict.passed, (record.phase, failed)
     compact, expire, orphans = records[1:]
     assert expire.snapshots == 1 and expire.snapshots_removed == compact.snapshots - 1
+    assert orphans.orphan_files == 0
+
+
+def test_spark_removes_orphans_on_s3(services_settings):
+    """On S3 the orphan listing goes through the table's FileIO: Hadoop's FileSystem has no `s3`
+    scheme here (the step failed with UnsupportedFileSystemException before)."""
+    config = MatrixConfig(presets=["tiny"], scenarios=["append"], writers=["spark"], maintenance=["orphans"])
+    store = ResultsStore(services_settings.results_dir)
+    with started(services_settings, store.folder / "services") as stack:
+        write, orphans = run_matrix(services_settings, config, store, stack)
+    assert write.verdict.passed and orphans.phase == "orphans"
+    assert orphans.status == "ok" and orphans.verdict.passed, orphans.error
     assert orphans.orphan_files == 0
 
 

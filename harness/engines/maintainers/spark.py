@@ -8,7 +8,8 @@ own (its JVM a child of the worker, inside the cap).
 - orphans: Iceberg's `DeleteOrphanFiles` action for every file older than now (its default keeps 3
   days: no write runs beside a rounds phase). The `remove_orphan_files` procedure refuses an age
   under 24 hours ("Cannot remove orphan files with an interval less than 24 hours"); the action
-  underneath it, called through Py4J as a Java or Scala job does, does not.
+  underneath it, called through Py4J as a Java or Scala job does, does not. It lists the table's
+  location through the table's FileIO (`usePrefixListing`, Iceberg 1.10+).
 """
 
 from __future__ import annotations
@@ -81,7 +82,10 @@ def _delete_orphan_files(spark: SparkSession, table: str) -> None:
     iceberg_table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table)
     older_than_ms = int(_just_after_now().timestamp() * 1000)
     actions = jvm.org.apache.iceberg.spark.actions.SparkActions.get(spark._jsparkSession)
-    actions.deleteOrphanFiles(iceberg_table).olderThan(older_than_ms).execute()
+    # Listed through the table's FileIO (S3FileIO on S3), not Hadoop's FileSystem, which has no `s3`
+    # scheme here: without it the step failed on local-services with UnsupportedFileSystemException.
+    action = actions.deleteOrphanFiles(iceberg_table).olderThan(older_than_ms).usePrefixListing(True)
+    action.execute()
 
 
 def _just_after_now() -> datetime:

@@ -89,7 +89,7 @@ def run_error(capsys, *args: str) -> str:
         (
             "[engines.sprak]\nmaster = 'local[2]'\n",
             "unknown engine [engines.sprak] (did you mean spark?); engines with options: "
-            "[engines.pyiceberg-maintenance], [engines.spark]",
+            "[engines.pyiceberg-maintenance], [engines.ray], [engines.spark]",
         ),
         (
             "[engines.spark]\nmastr = 'local[2]'\n",

@@ -9,6 +9,7 @@ from harness.engines.spark import SparkOptions
 from harness.engines.worker import run
 from harness.engines.writers import Operation, StepTimer, WriteJob, Writer, writers
 from harness.engines.writers.base import UnsupportedOperation
+from harness.engines.writers.ray_data import RayOptions
 from harness.model import EngineOptions, WorkerSpec
 from scenarios.upsert import Upsert
 
@@ -106,9 +107,11 @@ def test_a_bad_writer_option_is_one_line_naming_the_writer_and_option(tmp_path, 
     assert not spec.started_marker.exists()  # refused before anything started
 
 
-def test_the_spark_writers_take_spark_options_into_the_job():
+def test_the_spark_and_ray_writers_take_their_engines_options_into_the_job():
     assert all(writers()[name].options is SparkOptions for name in ("spark", "spark-cow", "spark-mor"))
-    assert all(w.options is EngineOptions for name, w in writers().items() if not name.startswith("spark"))
+    assert all(writers()[name].options is RayOptions for name in ("ray-data", "daft-ray"))
+    others = [w for name, w in writers().items() if not name.startswith(("spark", "ray-data", "daft-ray"))]
+    assert all(w.options is EngineOptions for w in others)
 
 
 def test_a_spark_failure_is_its_java_exception_in_one_line():

@@ -88,9 +88,10 @@ def _point_at_main(python: Path) -> None:
 
 
 def pinned_versions(requirements: Sequence[str]) -> dict[str, str]:
-    """{"dlt": "1.20.0"} for ["dlt==1.20.0"]: what an environment will hold, before it exists."""
+    """{"dlt": "1.20.0"} for ["dlt==1.20.0"] (and for "dlt[s3]==1.20.0"): what an environment will
+    hold, before it exists."""
     pinned = (requirement.split("==", 1) for requirement in requirements if "==" in requirement)
-    return {name.strip(): version.strip() for name, version in pinned}
+    return {name.split("[", 1)[0].strip(): version.strip() for name, version in pinned}
 
 
 def installed_version(python: Path, library: str) -> str:

@@ -30,6 +30,7 @@ PYICEBERG_WRITERS = [
     n
     for n, w in writers().items()
     if w.pyiceberg_commits
+    and "ray" not in w.libraries  # a Ray cluster per run: tests/test_ray_writers.py
     and w.supports(Operation.APPEND)
     and w.supports_catalog(EmbeddedStack.catalog_shape) is None
 ]

@@ -56,6 +56,8 @@ def _slow(writer: str, scenario: str) -> bool:
 def scenario_writer_pairs() -> Iterator[object]:
     for scenario in scenarios():
         for writer in writers():
+            if "ray" in writers()[writer].libraries:  # a Ray cluster per run: tests/test_ray_writers.py
+                continue
             marks = [pytest.mark.slow] if _slow(writer, scenario) else []
             yield pytest.param(scenario, writer, marks=marks, id=f"{writer}-{scenario}")
 

@@ -20,7 +20,10 @@ def plan(runner, scenario: str, writer: str, sets) -> RunPlan:
 
 
 # Spark writers start a JVM per run: tests/test_spark.py covers them on every scenario.
-@pytest.mark.parametrize("writer", [name for name, w in writers().items() if "pyspark" not in w.libraries])
+# Spark: tests/test_spark.py; Ray (a cluster per run): tests/test_ray_writers.py
+@pytest.mark.parametrize(
+    "writer", [name for name, w in writers().items() if not {"pyspark", "ray"} & set(w.libraries)]
+)
 # The crash scenarios (out of the default matrix) have tests/test_faults.py.
 @pytest.mark.parametrize("scenario", [name for name, s in scenarios().items() if s.in_default_matrix])
 def test_writer_scenario_verdict(runner, tiny_sets, scenario, writer, expected_outcome):

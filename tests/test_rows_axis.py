@@ -17,7 +17,8 @@ from reports.rows import rows_fits
 @pytest.mark.parametrize(
     ("text", "rows"),
     [("1M", 1_000_000), ("3M", 3_000_000), ("10M", 10_000_000), ("1.5M", 1_500_000), ("300k", 300_000),
-     ("2B", 2_000_000_000), ("999", 999)],
+     ("2B", 2_000_000_000), ("999", 999), ("1234.567k", 1_234_567), ("12.345k", 12_345),
+     ("1099511627.776k", 2**40)],
 )  # fmt: skip
 def test_a_row_count_reads_and_spells_back(text, rows):
     assert row_count(text) == rows

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 # A base set's bound (generate's flags): keys are int64, with room above a set for the others' blocks.
 MAX_ROWS = 2**40
@@ -18,17 +19,20 @@ def row_count(text: str) -> int:
     if match is None:
         raise ValueError(f"not a row count: {text!r} (e.g. 300k, 3M, 10M)")
     number, unit = match.groups()
-    rows = float(number) * ROW_UNITS[unit or ""]
-    if rows != int(rows) or not 1 <= rows <= MAX_ROWS:
+    rows = Decimal(number) * ROW_UNITS[unit or ""]  # exact: a float would move 1234.567k off by one
+    if rows != rows.to_integral_value() or not 1 <= rows <= MAX_ROWS:
         raise ValueError(f"not a row count: {text!r} (a whole number of rows, 1 to {MAX_ROWS:,})")
     return int(rows)
 
 
 def rows_text(rows: int) -> str:
-    """The shortest spelling `row_count` reads back: 3000000 as 3M, 1500000 as 1.5M, 999 as is."""
+    """The shortest spelling `row_count` reads back exactly: 3000000 as 3M, 1500000 as 1.5M,
+    1234567 as 1234.567k, 999 as is."""
     for unit, size in sorted(ROW_UNITS.items(), key=lambda item: -item[1]):
         if unit and rows >= size and rows % (size // 1000) == 0:
-            return f"{rows / size:g}{unit}"
+            whole, part = divmod(rows, size)
+            fraction = f"{part // (size // 1000):03d}".rstrip("0")
+            return f"{whole}.{fraction}{unit}" if fraction else f"{whole}{unit}"
     return str(rows)
 
 

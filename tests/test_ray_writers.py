@@ -39,9 +39,9 @@ def test_a_ray_writer_passes_in_its_own_environment_in_one_commit(runner, tiny_s
 
 
 def test_ray_datas_default_parquet_read_breaks_its_iceberg_write_and_says_so(runner, tiny_sets):
-    """Ray 2.60 reads parquet through its datasource V2 by default; write_iceberg then unions the
-    table's schema with the file listing's and fails on its internal column. The run is the
-    writer's error in Ray's own words, and the table stays as it was."""
+    """Ray 2.60 reads parquet through its datasource V2 by default; write_iceberg then fails on the
+    column of V2's file manifest. The run is the writer's error in Ray's own words, and the table
+    stays as it was."""
     record = runner.run(tiny("append", "ray-data", tiny_sets))
     assert record.status == "error"
     assert "__file_chunk_metadata" in record.error and "Null type" in record.error

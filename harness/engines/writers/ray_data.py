@@ -49,8 +49,8 @@ class RayOptions(EngineOptions):
         OBJECT_STORE_SHARE, gt=0, lt=1, description="the object store's share of the worker's cap"
     )
     # Ray 2.60 reads parquet through its datasource V2 by default, and then its write_iceberg fails
-    # (it unions the table's schema with the V2 file listing's, `__file_chunk_metadata` and all;
-    # tests/test_ray_writers.py); False reads through V1, as RAY_DATA_USE_DATASOURCE_V2=0 does.
+    # on `__file_chunk_metadata`, the column of V2's file manifest (tests/test_ray_writers.py);
+    # False reads through V1, as RAY_DATA_USE_DATASOURCE_V2=0 does, and then it passes.
     datasource_v2: bool | None = Field(
         None, description="Ray Data's parquet reader: V2 (true), V1 (false); unset: Ray's default"
     )

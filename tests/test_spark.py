@@ -1,6 +1,6 @@
 """Spark on `tiny`: the writers (Iceberg's JdbcCatalog on the run's SQLite file) judged by the
-oracle, Spark reading pyiceberg's tables (--verify-with spark), Spark generation, and a standalone
-cluster on loopback (--spark-master).
+oracle, Spark reading pyiceberg's tables (--verify-with spark) and Spark generation (a standalone
+cluster on loopback, --spark-master: tests/test_spark_cluster.py).
 
 Skipped where pyspark or the jars of `make spark-jars` are missing. Each run starts its own JVM.
 """
@@ -16,7 +16,6 @@ from harness.cli.main import main
 from harness.engines.spark import missing_jars, spark_supports
 from harness.judge.oracle import engines_agree
 from harness.run.runner import Runner, RunPlan
-from harness.services.spark_cluster import standalone_cluster
 from harness.services.stacks.embedded import EmbeddedStack
 from harness.services.stacks.external import ExternalStack
 
@@ -128,20 +127,3 @@ def test_generate_on_spark_gives_the_pyarrow_sets_rows(tmp_path, capsys):
     assert main(["generate", "--changes-of", str(tmp_path / "spark"), "--out", str(tmp_path / "c"),
                  "--engine", "spark"]) == 2  # fmt: skip
     assert "change sets (--changes-of) use pyarrow" in capsys.readouterr().err
-
-
-@pytest.fixture(scope="module")
-def spark_cluster(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("spark-cluster")
-    with standalone_cluster(folder, cores=2, memory="2g") as url:
-        yield url, folder
-
-
-def test_spark_writer_on_a_standalone_cluster(settings, tiny_sets, spark_cluster):
-    """--spark-master: the driver stays in the capped worker, the executors run on the cluster."""
-    url, folder = spark_cluster
-    on_cluster = settings.model_copy(update={"engines": {"spark": {"master": url}}})
-    runner = Runner(on_cluster, ResultsStore(settings.results_dir), EmbeddedStack(on_cluster))
-    record = runner.run(RunPlan("upsert", "spark", "tiny", tiny_sets, 2_000, cap_bytes=SPARK_CAP))
-    _passed(record)
-    assert list(folder.glob("spark-work/app-*/*/stderr")), "no executor ran on the cluster's worker"

@@ -4,8 +4,10 @@ environment.json and the stack's services up meanwhile, a workload run in it, an
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from harness.base.caps import format_size, resolve_isolation
 from harness.base.errors import IcebenchError
@@ -46,11 +48,34 @@ def session(settings: Settings) -> Iterator[tuple[ResultsStore, Stack]]:
     store.write_environment(
         environment(resolve_isolation(settings.isolation), settings.model_dump(mode="json"))
     )
-    with owned(store.folder), started(settings, store.folder / "services") as stack:
+    services = store.folder / "services"
+    with owned(store.folder), started(settings, services) as stack, spark_cluster(settings, services):
         yield store, stack
         output.console.print(f"harness: resident peak {format_size(peak_since_start())}")
     if store.unwritten:  # each was said as it ran: the command must not pass as complete
         raise IcebenchError(f"{store.unwritten} run records could not be written to {store.runs_path}")
+
+
+@contextmanager
+def spark_cluster(settings: Settings, folder: Path) -> Iterator[None]:
+    """`--spark-master standalone[N]`: a standalone cluster of N workers on loopback for the
+    workload, the machine's cores shared among them; its drivers find it in their environment."""
+    from harness.base.caps import machine_memory_bytes
+    from harness.engines.choices import SPARK_CLUSTER_VARIABLE, standalone_workers
+    from harness.engines.spark import SparkOptions
+    from harness.services.processes import environment_variables
+    from harness.services.spark_cluster import standalone_cluster
+
+    master = settings.engine_options(SparkOptions).master
+    if (workers := standalone_workers(master)) is None:
+        yield
+        return
+    cores = max(1, (os.cpu_count() or 1) // workers)
+    offered = f"{machine_memory_bytes() // 2**20}m"  # what executors may ask; each is capped by --memory
+    output.console.print(f"spark: starting {master}, {workers} workers of {cores} cores on loopback")
+    cluster = standalone_cluster(folder / "spark", workers=workers, cores=cores, memory=offered)
+    with cluster as url, environment_variables({SPARK_CLUSTER_VARIABLE: url}):
+        yield
 
 
 def run_workload(

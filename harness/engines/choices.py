@@ -12,14 +12,26 @@ DEFAULT_MASTER = "local[*]"
 
 # What spark.master takes: local, local[N], local[*], local[N,F], a cluster URL, yarn.
 _MASTER = re.compile(r"local(\[(\*|[1-9][0-9]*)(,[0-9]+)?\])?|(spark|k8s|mesos)://\S+|yarn")
+# Ours: a standalone cluster of N workers icebench starts on loopback for the workload, each
+# executor under the run's cap (harness/services/spark_cluster.py).
+_STANDALONE = re.compile(r"standalone\[([1-8])\]")
+# The started cluster's URL, for the drivers of that workload.
+SPARK_CLUSTER_VARIABLE = "ICEBENCH_SPARK_CLUSTER"
 
 
 def check_spark_master(text: str) -> str:
-    if not _MASTER.fullmatch(text):
+    if not (_MASTER.fullmatch(text) or _STANDALONE.fullmatch(text)):
         raise ValueError(
-            f"not a Spark master: {text!r} (local[*], local[N], spark://host:port, yarn, k8s://...)"
+            f"not a Spark master: {text!r} (local[*], local[N], spark://host:port, yarn, k8s://..., "
+            "or standalone[N]: a cluster of N workers, 1 to 8, icebench starts)"
         )
     return text
+
+
+def standalone_workers(master: str) -> int | None:
+    """N of `standalone[N]`; None for any other master."""
+    match = _STANDALONE.fullmatch(master)
+    return int(match.group(1)) if match else None
 
 
 # name -> (pyiceberg's py-io-impl, the distribution that does the IO)

@@ -11,6 +11,7 @@ pyspark is imported lazily: nothing else in icebench needs it.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import resource
 import shutil
@@ -23,10 +24,17 @@ from urllib.parse import urlparse
 
 from pydantic import Field, field_validator
 
+from harness.base.caps import ByteSize
 from harness.base.checkout import REPO_ROOT
 from harness.base.errors import IcebenchError
-from harness.engines.choices import DEFAULT_MASTER, check_spark_master
-from harness.model import EngineOptions
+from harness.base.executor_caps import EXECUTOR_CAP_VARIABLE, EXECUTOR_CGROUPS_VARIABLE
+from harness.engines.choices import (
+    DEFAULT_MASTER,
+    SPARK_CLUSTER_VARIABLE,
+    check_spark_master,
+    standalone_workers,
+)
+from harness.model import EngineOptions, ExecutorFigures
 from harness.services.stacks.base import CATALOG_TOKEN_VARIABLE
 
 if TYPE_CHECKING:
@@ -225,9 +233,51 @@ class SparkOptions(EngineOptions):
     """`[engines.spark]` of the config file (also `--spark-master`, ICEBENCH_SPARK_MASTER)."""
 
     engine: ClassVar[str | None] = "spark"
-    master: str = Field(DEFAULT_MASTER, description="local[*], or a cluster such as spark://host:7077")
+    master: str = Field(
+        DEFAULT_MASTER,
+        description="local[*], a cluster such as spark://host:7077, or standalone[N]: N workers icebench "
+        "starts on loopback, each executor under the run's cap",
+    )
+
+    executor_memory: ByteSize | None = Field(
+        None, description="standalone[N]: each executor's cap (default: the run's --memory, as the driver's)"
+    )
 
     _master = field_validator("master")(check_spark_master)
+
+
+def resolved_master(master: str) -> str:
+    """The URL a driver connects to: `standalone[N]`'s is the cluster the workload started."""
+    if standalone_workers(master) is None:
+        return master
+    if not (url := os.environ.get(SPARK_CLUSTER_VARIABLE)):
+        raise IcebenchError(
+            f"Spark master {master}: no cluster was started for this process (run, matrix and rounds "
+            "start it around their workload)"
+        )
+    return url
+
+
+def cluster_conf(master: str) -> dict[str, str]:
+    """On a cluster: executors capped where the run asked (the cgroups and cap it passes down, the
+    heap within the cap as the driver's), and their memory metrics kept for executor_figures."""
+    if master.startswith("local"):
+        return {}
+    conf = {
+        "spark.ui.enabled": "true",  # the REST API executor_figures reads
+        "spark.ui.port": "0",
+        "spark.executor.processTreeMetrics.enabled": "true",  # the process tree's rss, not only the heap
+        "spark.executor.metrics.pollingInterval": "1s",
+    }
+    if cap := os.environ.get(EXECUTOR_CAP_VARIABLE):
+        conf |= {
+            "spark.executor.memory": f"{heap_bytes(int(cap)) // 2**20}m",
+            **{
+                f"spark.executorEnv.{name}": os.environ[name]
+                for name in (EXECUTOR_CGROUPS_VARIABLE, EXECUTOR_CAP_VARIABLE)
+            },
+        }
+    return conf
 
 
 def session_conf(
@@ -242,6 +292,7 @@ def session_conf(
             "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
             **catalog_conf(catalog_properties),
         }
+    master = resolved_master(master)
     return {
         **extra,
         "spark.master": master,
@@ -259,7 +310,38 @@ def session_conf(
         "spark.sql.parquet.enableVectorizedReader": "true",
         # Spark 3.5 still writes INT96 by default; Iceberg and pyarrow expect int64 micros.
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+        **cluster_conf(master),
     }
+
+
+def executor_figures(session: SparkSession) -> list[ExecutorFigures]:
+    """A cluster's executors as Spark's own REST API gives them (the driver's
+    /applications/{id}/allexecutors): each one's peak process-tree rss and heap, as it last reported
+    them; none on `local[*]`, where the driver is the executor and its cap measures it."""
+    import urllib.request
+
+    context = session.sparkContext
+    if context.master.startswith("local") or not (ui := context.uiWebUrl):
+        return []
+    url = f"{ui}/api/v1/applications/{context.applicationId}/allexecutors"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        summaries = json.load(response)
+    figures = []
+    for summary in summaries:
+        if summary.get("id") == "driver":
+            continue
+        peaks = summary.get("peakMemoryMetrics") or {}
+        tree = sum(peaks.get(f"ProcessTree{kind}RSSMemory", 0) for kind in ("JVM", "Python", "Other"))
+        figures.append(
+            ExecutorFigures(
+                name=f"executor {summary['id']}",
+                host=summary.get("hostPort"),
+                source="spark-rest-api",
+                peak_rss_bytes=tree or None,
+                peak_heap_bytes=peaks.get("JVMHeapMemory"),
+            )
+        )
+    return figures
 
 
 def _on_this_machine(master: str) -> bool:
@@ -277,6 +359,7 @@ def spark_session(
     if catalog_properties is not None and (reason := spark_supports(catalog_properties)):
         raise SparkUnsupported(reason)
     conf = session_conf(catalog_properties, cap_bytes, master)
+    master = conf["spark.master"]
     atexit.register(shutil.rmtree, Path(conf["spark.local.dir"]).parent, ignore_errors=True)
     if _under_rlimit_as():
         os.environ.setdefault("MALLOC_ARENA_MAX", "2")  # inherited by the JVM pyspark starts

@@ -217,6 +217,7 @@ def run(spec: WorkerSpec) -> WorkerResult:
         traceback.print_exc()
         result.status, result.error, result.error_kind = "error", one_line(exc), _classify(exc)
     result.step_latencies_s, result.commit_latencies_s = timer.steps, timer.commits
+    result.executors = timer.executors
     result.commit_retries = retries.count if engine.pyiceberg_commits else None
     result.peak_rss_bytes = peak_rss_bytes()
     return result

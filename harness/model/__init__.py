@@ -229,6 +229,25 @@ class WorkerSpec(BaseModel):
     rendezvous: Rendezvous | None = None  # concurrent scenarios: wait for the other workers first
 
 
+ExecutorSource = Literal["cgroup", "spark-rest-api"]
+
+
+class ExecutorFigures(BaseModel):
+    """One executor of a cluster the driver ran on, by what measured it: `cgroup`, its own capped
+    cgroup on a cluster icebench started (its kernel peak, sampled rss, OOM kills), or
+    `spark-rest-api`, the driver's /applications/{id}/allexecutors on a cluster it did not start
+    (peakMemoryMetrics: the process tree's rss and the JVM's heap, as the executor last reported)."""
+
+    name: str  # "executor 0": Spark's executor id
+    host: str | None = None  # where it ran (host:port)
+    source: ExecutorSource
+    cap_bytes: int | None = None  # its cgroup's limit as the kernel held it (None: not capped)
+    peak_memory_bytes: int | None = None  # memory.max_usage_in_bytes (page cache included)
+    peak_rss_bytes: int | None = None
+    peak_heap_bytes: int | None = None  # Spark's JVMHeapMemory peak
+    oom_kills: int = 0
+
+
 class WorkerResult(BaseModel):
     status: Literal["ok", "error"]
     error: str | None = None
@@ -242,6 +261,8 @@ class WorkerResult(BaseModel):
     kill_missed: str | None = None  # the write ended without reaching the kill point asked for: why
     commit_retries: int | None = None  # pyiceberg's retries after a commit conflict (None: not its commits)
     file_io: str | None = None  # the FileIO pyiceberg wrote through, with its library's version (--fileio)
+    # A cluster's executors as the driver read them from the engine's metrics (spark-rest-api).
+    executors: list[ExecutorFigures] = []
 
 
 class KillNote(WorkerResult):
@@ -307,6 +328,8 @@ class WorkerFigures(BaseModel):
     # The FileIO pyiceberg wrote through (--fileio), with its library's version; None: the writer's own IO.
     file_io: str | None = None
     worker_log: str | None = None
+    # On a cluster: each executor's figures (their caps, peaks and OOM kills apart from the driver's).
+    executors: list[ExecutorFigures] = []
     # (seconds, usage, rss) samples, downsampled with the peak kept: written on the record, whose
     # workers' entries (RunRecord.workers) go without theirs.
     memory_timeline: list[tuple[float, int, int]] = []

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +24,22 @@ from pyiceberg.table import Table
 from harness.base.builds import parse_source
 from harness.base.caps import CgroupCap, MemoryCap, format_size, make_cap, resolve_isolation
 from harness.base.errors import DISK_ERRNOS, IcebenchError, harness_fault, one_line, warn
+from harness.base.executor_caps import ExecutorCaps, executor_oom, executors_parent
 from harness.base.progress import ProgressReport, read_progress, watching
 from harness.base.results import ResultsStore, now_iso, read_report
 from harness.base.settings import Settings
 from harness.base.signals import signals_held
 from harness.base.table_files import orphan_files
 from harness.engines.availability import unavailable_in
-from harness.engines.choices import file_io_impl
+from harness.engines.choices import file_io_impl, standalone_workers
 from harness.engines.maintainers import Maintainer, get_maintainer
-from harness.engines.spark import ICEBERG_SPARK_VARIABLE, fetch_jars, line_iceberg_spark, spark_line
+from harness.engines.spark import (
+    ICEBERG_SPARK_VARIABLE,
+    SparkOptions,
+    fetch_jars,
+    line_iceberg_spark,
+    spark_line,
+)
 from harness.engines.verifiers import Verifier, equality_delete_readers, get_verifier
 from harness.engines.writers import Writer, get_writer, writer_file_variables, writer_folders, writer_origin
 from harness.engines.writers.base import ProgramWriter
@@ -48,6 +55,7 @@ from harness.judge.scan_cost import (
 from harness.model import (
     PLAIN_LAYOUT,
     EngineOptions,
+    ExecutorFigures,
     Expectation,
     Feed,
     Maintenance,
@@ -108,6 +116,7 @@ class WorkerRun:
     program: list[str] | None = None  # a worker in another language (Writer.worker_command)
     launched: Launch | None = None
     result: WorkerResult | None = None
+    executors: list[ExecutorFigures] = field(default_factory=list)  # as their cgroups measured them
 
     @property
     def log(self) -> Path:
@@ -601,7 +610,9 @@ class Runner:
         limits = self._limits(worker_arguments(self.settings.profile, work), variables)
         try:
             scratch.mkdir(exist_ok=True)
-            with self._capped(cap_bytes) as cap:
+            with self._capped(cap_bytes) as cap, self._executors_capped(cap_bytes) as executors:
+                if executors is not None:
+                    limits["environment"] = {**limits["environment"], **executors.variables()}
                 if isinstance(cap, CgroupCap) and self.isolation == "docker":
                     worker.launched = launch_container(
                         cap, spec_path, worker.log, image=self.settings.worker_image,
@@ -614,6 +625,7 @@ class Runner:
                         cap, spec_path, worker.log, python=worker.python, program=worker.program,
                         on_start=on_start, **limits,
                     )  # fmt: skip
+                worker.executors = executors.figures() if executors is not None else []
         finally:
             with signals_held():
                 shutil.rmtree(scratch, ignore_errors=True)
@@ -639,6 +651,26 @@ class Runner:
         finally:
             with signals_held():
                 cap.close()
+
+    @contextmanager
+    def _executors_capped(self, cap_bytes: int | None) -> Iterator[ExecutorCaps | None]:
+        """On a cluster icebench started (`standalone[N]`), the cgroup its executors cap themselves
+        under, each at the run's cap (or `[engines.spark] executor_memory`), sampled while the worker
+        runs and removed after it."""
+        options = self.settings.engine_options(SparkOptions)
+        capped = cap_bytes is not None and self.isolation in ("cgroup", "docker")
+        if standalone_workers(options.master) is None or not capped:
+            yield None
+            return
+        if (parent := executors_parent()) is None:
+            raise RunFailed(f"--spark-master {options.master}: its executors' caps need a writable cgroup v1")
+        executors = ExecutorCaps(options.executor_memory or cap_bytes, parent)
+        try:
+            with executors.sampled(self.settings.sample_interval_s):
+                yield executors
+        finally:
+            with signals_held():
+                executors.close()
 
     def _scan_cost(
         self, scenario: Scenario, plan: RunPlan, run_catalog: RunCatalog, work: Path, expected: Expectation
@@ -694,6 +726,10 @@ class Runner:
         )
         if refusal := format_version_refusal(plan.layout, outcome):
             outcome.status, outcome.error = "unsupported", refusal
+        outcome.executors = merged_executors(worker.executors, result.executors if result is not None else [])
+        if killed := executor_oom(outcome.executors):  # the cap of an executor, not the driver's
+            driver = f"; the driver: {outcome.error}" if outcome.error else ""
+            outcome.status, outcome.error = "oom", f"{killed}{driver}"
         return WorkerEnd(worker.feed, outcome, result, started=worker.spec.started_marker.exists())
 
     def _known_cause(self, writer: Engine, result: WorkerResult | None) -> str | None:
@@ -783,6 +819,20 @@ class Runner:
 def _engine(plan: RunPlan) -> Engine:
     """What the run's workers run: the writer, or a maintenance phase's maintainer."""
     return get_maintainer(plan.maintainer) if plan.maintainer else get_writer(plan.writer)
+
+
+def merged_executors(capped: list[ExecutorFigures], reported: list[ExecutorFigures]) -> list[ExecutorFigures]:
+    """The executors as their cgroups measured them, with where each ran and its heap peak as Spark
+    reported them; Spark's figures alone where no cgroup measured them (a cluster not ours)."""
+    if not capped:
+        return reported
+    spark = {executor.name: executor for executor in reported}
+    return [
+        executor.model_copy(update={"host": said.host, "peak_heap_bytes": said.peak_heap_bytes})
+        if (said := spark.get(executor.name))
+        else executor
+        for executor in capped
+    ]
 
 
 def left_behind(table: Table) -> dict[str, Any]:

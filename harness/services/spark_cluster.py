@@ -1,28 +1,79 @@
-"""A Spark standalone cluster on loopback (one master, one worker), from pyspark's own jars.
+"""A Spark standalone cluster on loopback (one master, N workers), from pyspark's own jars.
 
-For trying `--spark-master` without a cluster of your own, and for the tests. Both JVMs run in
-their own process groups (the worker's executors in the worker's) and are stopped by PID when the
-block ends. Logs go to `log_dir`.
+For `--spark-master standalone[N]` (a cluster of N workers icebench starts for a workload) and for
+the tests. Every JVM runs in its own process group (a worker's executors in the worker's) and is
+stopped by PID when the block ends. Logs go to `log_dir`.
+
+The workers launch executors with `$JAVA_HOME/bin/java`; their JAVA_HOME is a folder of ours whose
+`java` lets an executor enter a capped cgroup of its own before it becomes the JVM, where the
+driver asks for it (harness/base/executor_caps.py): one cap per executor, as a local worker has.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from harness.base.errors import IcebenchError
+from harness.base.executor_caps import EXECUTOR_CAP_VARIABLE, EXECUTOR_CGROUPS_VARIABLE, EXECUTOR_PREFIX
 from harness.services.processes import LOOPBACK, free_port, managed_process
 
 START_TIMEOUT_S = 90.0
+# An executor's command line names it: `... CoarseGrainedExecutorBackend ... --executor-id 3 ...`.
+# The cgroup is made, limited (RAM and RAM+swap) and entered before exec; a failure stops the
+# executor rather than letting it run uncapped.
+CAPPING_JAVA = """#!/bin/sh
+# icebench: the java of a Spark worker of harness/services/spark_cluster.py (see there)
+if [ -n "${{{cgroups}:-}}" ]; then
+  previous=; executor=
+  for argument; do [ "$previous" = --executor-id ] && executor=$argument; previous=$argument; done
+  if [ -n "$executor" ]; then
+    cgroup="${cgroups}/{prefix}$executor"
+    if ! {{ mkdir "$cgroup" && echo "${cap}" > "$cgroup/memory.limit_in_bytes" &&
+         {{ [ ! -e "$cgroup/memory.memsw.limit_in_bytes" ] ||
+           echo "${cap}" > "$cgroup/memory.memsw.limit_in_bytes"; }} &&
+         echo $$ > "$cgroup/cgroup.procs"; }}; then
+      echo "icebench: cannot cap executor $executor in $cgroup" >&2
+      exit 70
+    fi
+  fi
+fi
+exec {java} "$@"
+"""
 
 
 def spark_class() -> Path:
     from pyspark.find_spark_home import _find_spark_home
 
     return Path(_find_spark_home()) / "bin" / "spark-class"
+
+
+def real_java() -> Path:
+    """The java a worker would have run: JAVA_HOME's, else the one on PATH, links resolved."""
+    home = os.environ.get("JAVA_HOME")
+    found = Path(home) / "bin" / "java" if home else shutil.which("java")
+    if found is None or not Path(found).is_file():
+        raise IcebenchError("java is not installed (make install puts it there)")
+    return Path(found).resolve()
+
+
+def capping_java_home(folder: Path) -> Path:
+    """A JAVA_HOME whose bin/java caps each executor a driver asks to be capped, then runs java."""
+    java = folder / "bin" / "java"
+    java.parent.mkdir(parents=True, exist_ok=True)
+    java.write_text(
+        CAPPING_JAVA.format(
+            cgroups=EXECUTOR_CGROUPS_VARIABLE, cap=EXECUTOR_CAP_VARIABLE, prefix=EXECUTOR_PREFIX,
+            java=real_java(),
+        )
+    )  # fmt: skip
+    java.chmod(0o755)
+    return folder
 
 
 def _alive_workers(ui_port: int) -> int:
@@ -32,10 +83,14 @@ def _alive_workers(ui_port: int) -> int:
 
 
 @contextmanager
-def standalone_cluster(log_dir: Path, *, cores: int = 2, memory: str = "2g") -> Iterator[str]:
-    """Yields the master URL (spark://127.0.0.1:PORT) once a worker has registered."""
+def standalone_cluster(
+    log_dir: Path, *, workers: int = 1, cores: int = 2, memory: str = "2g"
+) -> Iterator[str]:
+    """Yields the master URL (spark://127.0.0.1:PORT) once all `workers` have registered, each
+    offering `cores` cores and `memory` to executors."""
     port, ui_port = free_port(), free_port()
-    env = {**os.environ, "SPARK_LOCAL_IP": LOOPBACK, "SPARK_NO_DAEMONIZE": "1"}
+    java_home = capping_java_home(log_dir / "java-home")
+    env = {**os.environ, "SPARK_LOCAL_IP": LOOPBACK, "SPARK_NO_DAEMONIZE": "1", "JAVA_HOME": str(java_home)}
     master_url = f"spark://{LOOPBACK}:{port}"
     launcher = str(spark_class())
     with ExitStack() as stack:
@@ -48,18 +103,21 @@ def standalone_cluster(log_dir: Path, *, cores: int = 2, memory: str = "2g") -> 
                 lambda: _alive_workers(ui_port) >= 0,
                 env=env,
                 timeout_s=START_TIMEOUT_S,
+                outside_box=True,  # other machines: not the --harness-memory box
             )
         )  # fmt: skip
-        stack.enter_context(
-            managed_process(
-                "spark worker",
-                [launcher, "org.apache.spark.deploy.worker.Worker", "--host", LOOPBACK,
-                 "--webui-port", str(free_port()), "--cores", str(cores), "--memory", memory,
-                 "--work-dir", str(log_dir / "spark-work"), master_url],
-                log_dir / "spark-worker.log",
-                lambda: _alive_workers(ui_port) >= 1,
-                env=env,
-                timeout_s=START_TIMEOUT_S,
-            )
-        )  # fmt: skip
+        for number in range(1, workers + 1):
+            stack.enter_context(
+                managed_process(
+                    f"spark worker {number}",
+                    [launcher, "org.apache.spark.deploy.worker.Worker", "--host", LOOPBACK,
+                     "--webui-port", str(free_port()), "--cores", str(cores), "--memory", memory,
+                     "--work-dir", str(log_dir / f"spark-work-{number}"), master_url],
+                    log_dir / f"spark-worker-{number}.log",
+                    lambda number=number: _alive_workers(ui_port) >= number,
+                    env=env,
+                    timeout_s=START_TIMEOUT_S,
+                    outside_box=True,
+                )
+            )  # fmt: skip
         yield master_url

@@ -18,7 +18,7 @@ from generators.source import ParquetSource
 from harness.base.builds import library_version
 from harness.base.errors import IcebenchError
 from harness.base.registry import source_hash
-from harness.model import EngineOptions, Operation, TableLayout
+from harness.model import EngineOptions, ExecutorFigures, Operation, TableLayout
 from harness.services import rust_worker
 from harness.services.envs import PYICEBERG_ALONE, USED_THROUGH
 
@@ -37,10 +37,12 @@ class WriteJob:
 
 @dataclass
 class StepTimer:
-    """Durations a writer reports: one step per batch staged, one entry per catalog commit."""
+    """Durations a writer reports: one step per batch staged, one entry per catalog commit; and on a
+    cluster, its executors as the engine's metrics gave them."""
 
     steps: list[float] = field(default_factory=list)
     commits: list[float] = field(default_factory=list)
+    executors: list[ExecutorFigures] = field(default_factory=list)
 
     @contextmanager
     def step(self) -> Iterator[None]:

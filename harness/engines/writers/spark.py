@@ -18,10 +18,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
 from generators.source import ParquetSource
-from harness.base.errors import SourceError
+from harness.base.errors import SourceError, warn
 from harness.engines.spark import (
     SPARK_CATALOG,
     SparkOptions,
+    executor_figures,
     iceberg_spark_version,
     quoted,
     spark_session,
@@ -83,6 +84,10 @@ class SparkWriter(Writer):
         except Exception as exc:  # Py4J and captured errors: pages of JVM stack, the cause deep inside
             raise spark_failure(exc) from exc
         finally:
+            try:
+                timer.executors = executor_figures(spark)
+            except (OSError, ValueError) as exc:  # the figures are lost, not the write
+                warn(f"the executors' metrics could not be read from Spark's REST API: {exc}")
             spark.stop()
 
     def _set_modes(self, spark: SparkSession, job: WriteJob, target: str, timer: StepTimer) -> None:

@@ -7,7 +7,6 @@ run's OOM, named.
 Skipped where pyspark or the jars of `make spark-jars` are missing; each run starts a JVM.
 """
 
-import json
 import os
 import subprocess
 
@@ -25,7 +24,7 @@ from harness.base.results import ResultsStore
 from harness.cli.main import main
 from harness.engines.choices import SPARK_CLUSTER_VARIABLE, check_spark_master, standalone_workers
 from harness.engines.spark import missing_jars, session_conf
-from harness.model import ExecutorFigures
+from harness.model import ExecutorFigures, RunRecord
 from harness.run.runner import Runner, RunPlan
 from harness.services.spark_cluster import capping_java_home, standalone_cluster
 from harness.services.stacks.embedded import EmbeddedStack
@@ -62,7 +61,7 @@ def test_a_cluster_not_ours_reports_its_executors_through_sparks_rest_api(settin
     """spark://: the driver stays in the capped worker; the executors' peaks are Spark's own figures."""
     url, folder = two_workers
     record = _runner(settings, {"master": url}).run(
-        RunPlan("upsert", "spark", "tiny", tiny_sets, 2_000, cap_bytes=SPARK_CAP)
+        RunPlan("append", "spark", "tiny", tiny_sets, 2_000, cap_bytes=SPARK_CAP)
     )
     _passed(record)
     assert list(folder.glob("spark-work-*/app-*/*/stderr")), "no executor ran on the cluster's workers"
@@ -72,27 +71,6 @@ def test_a_cluster_not_ours_reports_its_executors_through_sparks_rest_api(settin
         assert executor.host and executor.host.startswith("127.0.0.1:")
         assert executor.peak_rss_bytes and executor.peak_rss_bytes > 50 << 20  # a JVM's process tree
         assert executor.peak_heap_bytes and executor.cap_bytes is None and executor.oom_kills == 0
-
-
-@needs_cgroups
-def test_each_executor_of_a_cluster_icebench_starts_runs_in_its_own_cap(
-    settings, tiny_sets, two_workers, monkeypatch
-):
-    url, _ = two_workers
-    monkeypatch.setenv(SPARK_CLUSTER_VARIABLE, url)  # as the session sets it for standalone[2]
-    record = _runner(settings, {"master": "standalone[2]"}).run(
-        RunPlan("append", "spark", "tiny", tiny_sets, 2_000, cap_bytes=SPARK_CAP)
-    )
-    _passed(record)
-    assert [executor.name for executor in record.executors] == ["executor 0", "executor 1"]
-    for executor in record.executors:
-        assert executor.source == "cgroup" and executor.cap_bytes == SPARK_CAP
-        assert 50 << 20 < executor.peak_rss_bytes <= executor.peak_memory_bytes <= SPARK_CAP
-        assert executor.host and executor.peak_heap_bytes  # where it ran and its heap: from Spark
-    ours = [
-        cgroup for cgroup in cgroup_parent().iterdir() if cgroup.name.startswith(f"icebench-{os.getpid()}-")
-    ]
-    assert not ours, "the executors' cgroups outlived the run"
 
 
 @needs_cgroups
@@ -112,17 +90,30 @@ def test_an_executor_over_its_cap_is_the_runs_oom_naming_the_executor(
     assert record.snapshots_added == 0  # the failed write left the table as it was
 
 
-def test_standalone_from_the_command_line_starts_and_stops_its_cluster(cli_settings, capsys):
+def test_standalone_from_the_command_line_caps_each_executor_and_stops_its_cluster(cli_settings, capsys):
+    """`standalone[2]`: the session starts the cluster; each executor runs in a capped cgroup of its
+    own, its figures the kernel's; cluster and cgroups are gone after the command."""
     code = main(["matrix", "--preset", "tiny", "--writers", "spark", "--scenarios", "append",
                  "--spark-master", "standalone[2]", "--memory", "2g", "--no-scan-cost"])  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0 and "starting standalone[2], 2 workers" in out
     runs = sorted(cli_settings.results_dir.glob("*/runs.jsonl"))[-1]
-    (record,) = [json.loads(line) for line in runs.read_text().splitlines()]
-    assert record["verdict"]["passed"] and len(record["executors"]) == 2
+    (line,) = runs.read_text().splitlines()
+    record = RunRecord.model_validate_json(line)
+    _passed(record)
+    assert [executor.name for executor in record.executors] == ["executor 0", "executor 1"]
     if cgroup_parent() is not None:
-        assert {executor["source"] for executor in record["executors"]} == {"cgroup"}
-    folder = str(runs.parent)  # the run's workers work in its services folder
+        for executor in record.executors:
+            assert executor.source == "cgroup" and executor.cap_bytes == SPARK_CAP
+            assert 50 << 20 < executor.peak_rss_bytes <= executor.peak_memory_bytes <= SPARK_CAP
+            assert executor.host and executor.peak_heap_bytes  # where it ran and its heap: from Spark
+        ours = [
+            cgroup
+            for cgroup in cgroup_parent().iterdir()
+            if cgroup.name.startswith(f"icebench-{os.getpid()}-")
+        ]
+        assert not ours, "the executors' cgroups outlived the run"
+    folder = str(runs.parent)  # the cluster's workers work in the run's services folder
     assert not any(folder in " ".join(command) for command in _commands()), "its cluster left running"
 
 

@@ -212,6 +212,9 @@ FLAG_BAD_VALUES = [
     ("run", "--partition", f"bucket[{HUGE}](id)"),
     ("run", "--partition", "truncate[0](c003_str)"),
     ("run", "--memory", "16m"),
+    ("run", "--spark-master", "standalone[0]"),
+    ("run", "--spark-master", "standalone[9]"),
+    ("matrix", "--spark-master", "standalone[2,2]"),
     # A flag of one kind of generation given to another would change nothing.
     ("generate", "--update-ratio", "0.5"),
     ("generate", "--memory", "2g"),

@@ -97,6 +97,17 @@ def run_error(capsys, *args: str) -> str:
         ),
         ("[engines.spark]\nmaster = 2\n", "[engines.spark]: option master: Input should be a valid string"),
         ("[engines]\nspark = 'local[2]'\n", "engines.spark: Input should be a valid dictionary"),
+        *(
+            (
+                f"[engines.spark]\nmaster = 'standalone[2]'\nexecutor_memory = {v}\n",
+                "option executor_memory",
+            )
+            for v in ("'0'", "-1", "'nan'", "'1e30g'", "''", f"'{'9' * 40}g'")
+        ),
+        (
+            "[engines.spark]\nexecutor_memory = '2g'\n",
+            "executor_memory caps the executors of standalone[N] only, and master is local[*]",
+        ),
     ],
 )
 def test_engine_tables_and_options_nobody_takes_are_one_line(capsys, tmp_path, text, culprit):

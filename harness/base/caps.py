@@ -38,6 +38,11 @@ OUR_CGROUP_NAME = re.compile(r"icebench-(?:harness-)?(\d+)-[0-9a-f]{8}")
 _UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
 
+def our_cgroup_name(prefix: str = WORKER_PREFIX) -> str:
+    """A new cgroup's name as OUR_CGROUP_NAME reads it: the start-up sweep knows whose it is."""
+    return f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
 def parse_size(text: str) -> int:
     """'512m', '2g', '1.5G', '1048576' -> bytes."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", text.lower())
@@ -224,7 +229,7 @@ class CgroupCap(Cgroup, MemoryCap):
 
     def __init__(self, cap_bytes: int, parent: Path, prefix: str = WORKER_PREFIX) -> None:
         MemoryCap.__init__(self, cap_bytes)
-        Cgroup.__init__(self, parent / f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        Cgroup.__init__(self, parent / our_cgroup_name(prefix))
         self.path.mkdir()
         try:
             self._write("memory.limit_in_bytes", cap_bytes)

@@ -11,20 +11,18 @@ killed harness left, with its executors in it.
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 from harness.base.caps import (
     CGROUP_ROOT,
-    WORKER_PREFIX,
     Cgroup,
     cgroup_parent,
     format_size,
     harness_box,
     kill_all_inside,
+    our_cgroup_name,
     remove_cgroup,
 )
 from harness.model import ExecutorFigures
@@ -41,7 +39,7 @@ class ExecutorCaps:
 
     def __init__(self, cap_bytes: int, parent: Path) -> None:
         self.cap_bytes = cap_bytes
-        self.path = parent / f"{WORKER_PREFIX}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.path = parent / our_cgroup_name()
         self.path.mkdir()
         self._rss: dict[str, int] = {}
 

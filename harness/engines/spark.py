@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 from urllib.parse import urlparse
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from harness.base.caps import ByteSize
 from harness.base.checkout import REPO_ROOT
@@ -244,6 +244,14 @@ class SparkOptions(EngineOptions):
     )
 
     _master = field_validator("master")(check_spark_master)
+
+    @model_validator(mode="after")
+    def _executor_memory_with_its_cluster(self) -> SparkOptions:
+        if self.executor_memory is not None and standalone_workers(self.master) is None:
+            raise ValueError(
+                f"executor_memory caps the executors of standalone[N] only, and master is {self.master}"
+            )
+        return self
 
 
 def resolved_master(master: str) -> str:

@@ -92,7 +92,11 @@ def test_every_writer_supports_at_least_one_operation_or_says_why_it_cannot_writ
     ("writer", "options", "error"),
     [
         ("pyiceberg-table", {"master": "local[2]"}, "unknown option master; it takes no options"),
-        ("spark", {"mastr": "local[2]"}, "unknown option mastr (did you mean master?); it takes master"),
+        (
+            "spark",
+            {"mastr": "local[2]"},
+            "unknown option mastr (did you mean master?); it takes master, executor_memory",
+        ),
         ("spark", {"master": 7}, "option master: Input should be a valid string (got 7)"),
     ],
 )

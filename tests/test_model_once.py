@@ -84,9 +84,7 @@ def test_a_run_of_one_worker_carries_every_figure_but_its_error():
         worker_log="worker.log",
         memory_timeline=[(0.0, 1, 1), (1.0, 3, 2)],
         commit_retries=0,
-        executors=[
-            ExecutorFigures(name="0", source="cgroup", cap_bytes=8, peak_memory_bytes=4, oom_kills=0)
-        ],
+        executors=[ExecutorFigures(name="0", source="cgroup", cap_bytes=8, peak_memory_bytes=4, oom_kills=0)],
     )
     unset = [name for name in WorkerFigures.model_fields if name not in outcome.model_fields_set]
     assert not unset, f"give the new figures a value here: {unset}"

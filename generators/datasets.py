@@ -20,6 +20,7 @@ from generators.checksum import CHECKSUM_VERSION
 from generators.events import generate_events
 from generators.faults import DAMAGES, Damage, damaged_copy, intact_files
 from generators.manifest import MANIFEST_FILE, DatasetManifest, ManifestError
+from generators.place import Place, exists, on_s3
 from generators.presets import Preset
 from generators.wide import GENERATION, generate_base
 from harness.base.errors import IcebenchError, SourceError, close_match, first_line, one_line, warn
@@ -77,7 +78,7 @@ ProgressFactory = Callable[[str, int], Callable[[int], None]]
 
 @dataclass(frozen=True)
 class DataSet:
-    directory: Path
+    directory: Place  # a folder, or an S3 prefix (only a set given by --source s3://...)
     manifest: DatasetManifest
 
 
@@ -257,9 +258,13 @@ def _same_file(descriptor: int, path: Path) -> bool:
         return False
 
 
-def data_set(directory: Path) -> DataSet:
-    """A user-given set (`--source`, `--base`): must be a generated set with its manifest."""
-    if not directory.is_dir():
+def data_set(directory: Place) -> DataSet:
+    """A user-given set (`--source`, `--base`): must be a generated set with its manifest (on S3
+    too: every file's CRC-32 is read there)."""
+    if on_s3(directory):
+        if not exists(directory):
+            raise SourceError(f"source {directory} does not exist")
+    elif not Path(directory).is_dir():
         raise SourceError(f"source {directory} does not exist or is not a folder")
     try:
         manifest = DatasetManifest.load(directory).require_checksum_version(directory, CHECKSUM_VERSION)
@@ -267,4 +272,4 @@ def data_set(directory: Path) -> DataSet:
         raise SourceError(str(exc)) from None
     if problem := manifest.file_mismatch(directory):
         raise SourceError(f"source set {directory} does not match its manifest: {problem}; regenerate it")
-    return DataSet(directory.resolve(), manifest)
+    return DataSet(directory if on_s3(directory) else Path(directory).resolve(), manifest)

@@ -12,9 +12,11 @@ from typing import Any, Literal, Self
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyarrow import fs as pafs
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from generators.keys import KeySpace
+from generators.place import Place, child, exists, filesystem, on_s3, read_bytes, write_bytes
 from generators.schema import KEY_COLUMN
 
 MANIFEST_FILE = "manifest.json"
@@ -47,8 +49,14 @@ class FileEntry(_Model):
     crc32: str | None = None
 
 
-def file_crc32(path: Path) -> str:
+def file_crc32(path: Place) -> str:
     crc = 0
+    if on_s3(path):
+        found, key = filesystem(path)
+        with found.open_input_stream(key) as stream:
+            while chunk := stream.read(_READ_CHUNK):
+                crc = zlib.crc32(chunk, crc)
+        return f"{crc:08x}"
     buffer = bytearray(_READ_CHUNK)
     view = memoryview(buffer)
     with open(path, "rb", buffering=0) as handle:
@@ -88,14 +96,16 @@ def _write_verified(directory: Path, verified: dict[str, object]) -> None:
         staging.unlink(missing_ok=True)
 
 
-def _cheap_mismatch(path: Path, entry: FileEntry) -> str | None:
+def _cheap_mismatch(path: Place, entry: FileEntry) -> str | None:
     """Existence, size and the footer's row count, before any byte of data is read."""
-    if not path.is_file():
+    found, key = filesystem(path)
+    info = found.get_file_info(key)
+    if info.type != pafs.FileType.File:
         return f"{path} is missing"
-    if (size := path.stat().st_size) != entry.bytes:
+    if (size := info.size) != entry.bytes:
         return f"{path} has {size} bytes, its manifest says {entry.bytes}"
     try:
-        rows = pq.read_metadata(path).num_rows
+        rows = pq.read_metadata(key, filesystem=found).num_rows
     except (OSError, pa.ArrowException) as exc:
         return f"{path} has no readable parquet footer ({str(exc).splitlines()[0] if str(exc) else exc})"
     if rows != entry.rows:
@@ -165,18 +175,21 @@ class DatasetManifest(_Model):
             )
         return self
 
-    def file_mismatch(self, directory: Path, entries: list[FileEntry] | None = None) -> str | None:
+    def file_mismatch(self, directory: Place, entries: list[FileEntry] | None = None) -> str | None:
         """The first of `entries` (default: every file) whose size, footer rows or CRC-32 differ
         from this manifest's, as `PATH ...`; None when all match. A manifest from before CRC-32s
-        were recorded cannot be verified: that is a mismatch too. A file whose CRC-32 matched
-        before and that was not written since (VERIFIED_FILE) is not read again."""
-        directory = Path(directory)
+        were recorded cannot be verified: that is a mismatch too. A local file whose CRC-32
+        matched before and that was not written since (VERIFIED_FILE) is not read again; a set on
+        S3 is read whole each time (an object's stat cannot say it was not replaced)."""
         entries = self.files if entries is None else entries
         if unrecorded := [entry.name for entry in entries if entry.crc32 is None]:
-            return f"{directory / unrecorded[0]} has no CRC-32 in its manifest (an older set)"
+            return f"{child(directory, unrecorded[0])} has no CRC-32 in its manifest (an older set)"
         for entry in entries:
-            if problem := _cheap_mismatch(directory / entry.name, entry):
+            if problem := _cheap_mismatch(child(directory, entry.name), entry):
                 return problem
+        if on_s3(directory):
+            return self._crc_mismatch([(child(directory, entry.name), entry) for entry in entries])
+        directory = Path(directory)
         verified = _read_verified(directory)
         unchecked = [
             (directory / entry.name, entry)
@@ -185,35 +198,41 @@ class DatasetManifest(_Model):
         ]
         if not unchecked:
             return None
-        with ThreadPoolExecutor(min(len(unchecked), os.cpu_count() or 1)) as pool:
-            found = list(pool.map(file_crc32, [path for path, _ in unchecked]))
-        for (path, entry), crc in zip(unchecked, found, strict=True):
+        if problem := self._crc_mismatch(unchecked):
+            return problem
+        _write_verified(
+            directory, verified | {entry.name: _file_state(Path(path), entry) for path, entry in unchecked}
+        )
+        return None
+
+    @staticmethod
+    def _crc_mismatch(files: list[tuple[Place, FileEntry]]) -> str | None:
+        with ThreadPoolExecutor(min(len(files), os.cpu_count() or 1)) as pool:
+            found = list(pool.map(file_crc32, [path for path, _ in files]))
+        for (path, entry), crc in zip(files, found, strict=True):
             if crc != entry.crc32:
                 return f"{path} has CRC-32 {crc}, its manifest says {entry.crc32} (changed since generated)"
-        _write_verified(
-            directory, verified | {entry.name: _file_state(path, entry) for path, entry in unchecked}
-        )
         return None
 
     def field_names(self) -> list[str]:
         return [field.name for field in self.schema_fields]
 
-    def file_paths(self, directory: Path) -> list[Path]:
-        return [Path(directory) / entry.name for entry in self.files]
+    def file_paths(self, directory: Place) -> list[Place]:
+        return [child(directory, entry.name) for entry in self.files]
 
-    def save(self, directory: Path) -> Path:
-        path = Path(directory) / MANIFEST_FILE
-        path.write_text(self.model_dump_json(indent=2) + "\n")
+    def save(self, directory: Place) -> Place:
+        path = child(directory, MANIFEST_FILE)
+        write_bytes(path, (self.model_dump_json(indent=2) + "\n").encode())
         return path
 
     @classmethod
-    def load(cls, directory: Path) -> Self:
-        path = Path(directory) / MANIFEST_FILE
-        if not path.is_file():
-            what = "no manifest" if Path(directory).is_dir() else "data set folder does not exist"
+    def load(cls, directory: Place) -> Self:
+        path = child(directory, MANIFEST_FILE)
+        if not exists(path):
+            what = "no manifest" if exists(directory) else "data set folder does not exist"
             raise ManifestError(f"{what}: {path}")
         try:
-            return cls.model_validate_json(path.read_bytes())
+            return cls.model_validate_json(read_bytes(path))
         except ValidationError as error:
             first = error.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "document"

@@ -10,22 +10,27 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from generators.manifest import DatasetManifest, ManifestError
+from generators.place import Place, child, exists, on_s3, parquet_file
 from harness.base.errors import SourceError, first_line
 
 
 @dataclass(frozen=True)
 class ParquetSource:
-    """The files of one set, in manifest order; `limit_rows` keeps only the first rows."""
+    """The files of one set, in manifest order; `limit_rows` keeps only the first rows. The set is
+    a local folder or an S3 prefix (generators/place.py)."""
 
-    directory: Path
+    directory: Place
     manifest: DatasetManifest
     batch_rows: int
     limit_rows: int | None = None
 
     @classmethod
-    def open(cls, directory: Path, batch_rows: int, limit_rows: int | None = None) -> ParquetSource:
+    def open(cls, directory: Place, batch_rows: int, limit_rows: int | None = None) -> ParquetSource:
         """Checks the folder, its manifest and every file's footer and schema before any write."""
-        if not directory.is_dir():
+        if on_s3(directory):
+            if not exists(str(directory)):
+                raise SourceError(f"source {directory} does not exist")
+        elif not Path(directory).is_dir():
             raise SourceError(f"source {directory} does not exist or is not a folder")
         try:
             manifest = DatasetManifest.load(directory)
@@ -43,8 +48,13 @@ class ParquetSource:
         return source
 
     @property
-    def paths(self) -> list[Path]:
-        return [self.directory / entry.name for entry in self.manifest.files]
+    def paths(self) -> list[Place]:
+        """Local paths, or `s3://` URIs: what an engine that reads the files itself is given."""
+        return [child(self.directory, entry.name) for entry in self.manifest.files]
+
+    @property
+    def on_s3(self) -> bool:
+        return on_s3(self.directory)
 
     @property
     def schema(self) -> pa.Schema:
@@ -99,7 +109,7 @@ class ParquetSource:
     def _file_batches(self, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
         for path in self.paths:
             try:
-                with pq.ParquetFile(path) as parquet:
+                with parquet_file(path) as parquet:
                     yield from row_group_batches(parquet, self.batch_rows, columns)
             except (OSError, pa.ArrowException) as exc:
                 raise SourceError(f"source file {path} is unreadable: {first_line(exc)}") from None
@@ -122,9 +132,10 @@ def row_group_batches(
         )
 
 
-def _read_schema(path: Path) -> pa.Schema:
+def _read_schema(path: Place) -> pa.Schema:
     try:
-        return pq.read_schema(path).remove_metadata()
+        with parquet_file(path) as parquet:
+            return parquet.schema_arrow.remove_metadata()
     except FileNotFoundError:
         raise SourceError(f"source file {path} listed in manifest.json is missing") from None
     except (OSError, pa.ArrowException) as exc:

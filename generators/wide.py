@@ -22,6 +22,7 @@ from generators.manifest import (
     schema_fields,
 )
 from generators.parallel import Progress, report_progress, run_tasks
+from generators.place import CrcOutput, Place, child, empty_folder, name_of, on_s3, place_of
 from generators.presets import MAX_COLUMNS, MAX_FILES, MAX_FIRST_KEY
 from generators.schema import (
     COLUMN_TYPES,
@@ -54,7 +55,7 @@ def rows_per_group(columns: int) -> int:
     return min(max(ROW_GROUP_VALUE_BYTES // (columns * 8), 1_000), 100_000)
 
 
-def parquet_writer(path: Path, schema: pa.Schema) -> pq.ParquetWriter:
+def parquet_writer(path: Path | CrcOutput, schema: pa.Schema) -> pq.ParquetWriter:
     # Integer-backed decimals are what pyiceberg's add_files accepts.
     strings = [field.name for field in schema if pa.types.is_string(field.type)]
     return pq.ParquetWriter(
@@ -166,7 +167,7 @@ _RECENT_TIMESTAMPS = _integers(COLUMN_TYPES["ts"], *_RECENT_TS_RANGE)
 class BaseFile:
     """One file of a base set: its keys and its random streams ([seed, index, row group])."""
 
-    path: Path
+    path: Place
     index: int
     columns: int
     seed: int
@@ -191,10 +192,18 @@ def _write_base_file(task: BaseFile) -> tuple[FileEntry, Checksum]:
 
 
 def write_set_file(
-    path: Path, schema: pa.Schema, batches: Iterator[pa.RecordBatch], rows: int
+    path: Place, schema: pa.Schema, batches: Iterator[pa.RecordBatch], rows: int
 ) -> tuple[FileEntry, Checksum]:
-    """A generated set's file: each batch hashed and written as a row group."""
+    """A generated set's file: each batch hashed and written as a row group (on S3, streamed
+    straight to the object store, its CRC-32 taken on the way)."""
     checksum = Checksum()
+    if on_s3(path):
+        with CrcOutput(path) as output:
+            with parquet_writer(output, schema) as writer:
+                for batch in batches:
+                    write_row_group(writer, batch, checksum)
+            output.flush()
+        return FileEntry(name=name_of(path), rows=rows, bytes=output.size, crc32=output.crc_hex()), checksum
     with parquet_writer(path, schema) as writer:
         for batch in batches:
             write_row_group(writer, batch, checksum)
@@ -206,7 +215,9 @@ def file_rows(rows: int, files: int) -> list[int]:
     return [rows // files + (index < rows % files) for index in range(files)]
 
 
-def plan_base(out: Path, *, rows: int, columns: int, files: int, seed: int, first_key: int) -> list[BaseFile]:
+def plan_base(
+    out: Place, *, rows: int, columns: int, files: int, seed: int, first_key: int
+) -> list[BaseFile]:
     """Checks the arguments, empties `out` and splits the keys into one task per file."""
     if not 1 <= files <= min(rows, MAX_FILES) or rows > MAX_ROWS or columns > MAX_COLUMNS:
         raise ValueError(
@@ -218,17 +229,19 @@ def plan_base(out: Path, *, rows: int, columns: int, files: int, seed: int, firs
     if seed < 0:
         raise ValueError(f"seed must be >= 0, got {seed}")
     wide_schema(columns)  # validates the column count
-    out = Path(out)
-    prepare_dataset_dir(out)
+    out = place_of(out)
+    empty_folder(out) if on_s3(out) else prepare_dataset_dir(Path(out))
     tasks, next_key = [], first_key
     for index, count in enumerate(file_rows(rows, files)):
-        tasks.append(BaseFile(out / part_name(index), index, columns, seed, next_key, count))
+        tasks.append(BaseFile(child(out, part_name(index)), index, columns, seed, next_key, count))
         next_key += count
     return tasks
 
 
-def base_manifest(tasks: list[BaseFile], results: list[tuple[FileEntry, Checksum]]) -> DatasetManifest:
-    """Writes manifest.json for the files of `tasks`, given each file's entry and checksum."""
+def base_manifest(
+    out: Place, tasks: list[BaseFile], results: list[tuple[FileEntry, Checksum]]
+) -> DatasetManifest:
+    """Writes manifest.json into `out` for the files of `tasks`, given each file's entry and checksum."""
     first, rows = tasks[0], sum(task.rows for task in tasks)
     manifest = DatasetManifest(
         kind="base",
@@ -241,12 +254,12 @@ def base_manifest(tasks: list[BaseFile], results: list[tuple[FileEntry, Checksum
         checksum_version=CHECKSUM_VERSION,
         key_ranges=[(first.first_key, first.first_key + rows - 1)],
     )
-    manifest.save(first.path.parent)
+    manifest.save(place_of(out))
     return manifest
 
 
 def generate_base(
-    out: Path,
+    out: Place,
     *,
     rows: int,
     columns: int,
@@ -262,4 +275,4 @@ def generate_base(
     `if __name__ == "__main__":` guard.
     """
     tasks = plan_base(out, rows=rows, columns=columns, files=files, seed=seed, first_key=first_key)
-    return base_manifest(tasks, run_tasks(_write_base_file, tasks, workers=workers, progress=progress))
+    return base_manifest(out, tasks, run_tasks(_write_base_file, tasks, workers=workers, progress=progress))

@@ -49,6 +49,12 @@ MAX_TIMEOUT_S = 7 * 86_400  # a week; threading's timers refuse far larger (and 
 MAX_BATCH_ROWS = 2**31 - 1
 
 
+# The S3 endpoint of sets on S3 (`--source s3://...`, `generate --out s3://...`), set by the stack
+# that has one: its object store itself, not its request counter (the source is not the table's
+# traffic). Empty: the AWS default endpoint. Unset: no stack with an object store runs.
+SOURCES_ENDPOINT_VARIABLE = "ICEBENCH_SOURCES_S3_ENDPOINT"
+
+
 class Settings(BaseSettings):
     """Everything a run may be tuned with; one object, passed down explicitly."""
 

@@ -39,9 +39,10 @@ def check_plugins(settings: Settings) -> None:
 
 
 @contextmanager
-def session(settings: Settings) -> Iterator[tuple[ResultsStore, Stack]]:
+def session(settings: Settings, keep_sources: bool = False) -> Iterator[tuple[ResultsStore, Stack]]:
     """A new results folder with its environment.json, and the stack's services up meanwhile;
-    first, what harnesses killed before they could clean up left (harness.services.leftovers)."""
+    first, what harnesses killed before they could clean up left (harness.services.leftovers).
+    `keep_sources`: sets on the stack's object store are read or written (its data is kept)."""
     if swept := sweep_leftovers(settings.results_dir):
         output.console.print(f"swept what killed harnesses left: {swept}")
     store = ResultsStore(settings.results_dir)
@@ -49,7 +50,11 @@ def session(settings: Settings) -> Iterator[tuple[ResultsStore, Stack]]:
         environment(resolve_isolation(settings.isolation), settings.model_dump(mode="json"))
     )
     services = store.folder / "services"
-    with owned(store.folder), started(settings, services) as stack, spark_cluster(settings, services):
+    with (
+        owned(store.folder),
+        started(settings, services, keep_sources) as stack,
+        spark_cluster(settings, services),
+    ):
         yield store, stack
         output.console.print(f"harness: resident peak {format_size(peak_since_start())}")
     if store.unwritten:  # each was said as it ran: the command must not pass as complete
@@ -79,7 +84,12 @@ def spark_cluster(settings: Settings, folder: Path) -> Iterator[None]:
 
 
 def run_workload(
-    command: str, what: str, settings: Settings, report: bool, workload: Callable[..., list[RunRecord]]
+    command: str,
+    what: str,
+    settings: Settings,
+    report: bool,
+    workload: Callable[..., list[RunRecord]],
+    keep_sources: bool = False,
 ) -> list[RunRecord]:
     """Says what runs where, runs `workload(store, stack, events)` in a session, then prints the
     tables, where the results are and, if asked, writes the report."""
@@ -87,7 +97,7 @@ def run_workload(
         f"icebench {command}: {what}, cap {format_size(settings.memory)} "
         f"({resolve_isolation(settings.isolation)}), stack {settings.stack}"
     )
-    with session(settings) as (store, stack):
+    with session(settings, keep_sources) as (store, stack):
         records = workload(store, stack, RichEvents())
     print_results(records, title=f"icebench {command} {store.run_id}")
     output.console.print(f"results: {store.runs_path}")

@@ -28,6 +28,7 @@ from harness.base.caps import ByteSize
 from harness.base.checkout import REPO_ROOT
 from harness.base.errors import IcebenchError
 from harness.base.executor_caps import EXECUTOR_CAP_VARIABLE, EXECUTOR_CGROUPS_VARIABLE
+from harness.base.settings import SOURCES_ENDPOINT_VARIABLE
 from harness.engines.choices import (
     DEFAULT_MASTER,
     SPARK_CLUSTER_VARIABLE,
@@ -141,6 +142,69 @@ def fetch_jars(iceberg: str, line: str) -> None:
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise IcebenchError(f"cannot fetch Iceberg {iceberg}'s Spark {line} runtime: {last}")
+
+
+FETCH_S3A_JARS = REPO_ROOT / "compose" / "spark" / "fetch-s3a-jars.sh"
+
+
+def pyspark_hadoop_version() -> str:
+    """The Hadoop release inside the installed pyspark (its hadoop-client-api jar): hadoop-aws must
+    be that release."""
+    import pyspark
+
+    found = sorted((Path(pyspark.__file__).parent / "jars").glob("hadoop-client-api-*.jar"))
+    if not found:
+        raise IcebenchError(f"pyspark {pyspark.__version__} ships no hadoop-client-api jar: no S3A for it")
+    return found[-1].stem.removeprefix("hadoop-client-api-")
+
+
+def s3a_jars() -> list[Path]:
+    """hadoop-aws and its AWS SDK bundle, as fetch-s3a-jars.sh lays them out (none: not fetched)."""
+    folder = JARS_ROOT / f"s3a-{pyspark_hadoop_version()}"
+    return sorted(folder.glob("*.jar")) if (folder / ".complete").is_file() else []
+
+
+def fetch_s3a_jars() -> None:
+    """Fetches (once: then cached) what Spark reads a source set on S3 with."""
+    if s3a_jars():
+        return
+    hadoop = pyspark_hadoop_version()
+    done = subprocess.run(
+        [str(FETCH_S3A_JARS), hadoop], capture_output=True, text=True, timeout=FETCH_TIMEOUT_S, check=False
+    )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise IcebenchError(f"cannot fetch hadoop-aws {hadoop} for Spark's S3A: {last}")
+
+
+def s3a_conf() -> dict[str, str]:
+    """Spark's S3A reading a source set on the stack's object store: its endpoint from the
+    environment, the key pair from the environment too (S3A's default chain reads AWS_ACCESS_KEY_ID
+    and AWS_SECRET_ACCESS_KEY; the executors of a cluster icebench starts inherit them), never in a
+    setting."""
+    endpoint = os.environ.get(SOURCES_ENDPOINT_VARIABLE)
+    if endpoint is None:
+        raise IcebenchError("a source set on S3 with no S3 endpoint in the environment (no stack serves it)")
+    jars = s3a_jars()
+    if not jars:
+        raise IcebenchError(
+            f"Spark's S3A jars are missing: run compose/spark/{FETCH_S3A_JARS.name} "
+            f"{pyspark_hadoop_version()}"
+        )
+    conf = {
+        "spark.hadoop.fs.s3a.path.style.access": "true",
+        "spark.hadoop.fs.s3a.endpoint.region": os.environ.get("AWS_REGION", "us-east-1"),
+        "s3a-jars": ",".join(str(jar) for jar in jars),
+    }
+    if endpoint:  # "": AWS's own
+        conf["spark.hadoop.fs.s3a.endpoint"] = endpoint
+        conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = str(endpoint.startswith("https")).lower()
+    return conf
+
+
+def s3a_uri(path: str) -> str:
+    """A set's file as Spark's S3A names it."""
+    return "s3a://" + path.removeprefix("s3://") if path.startswith("s3://") else path
 
 
 def sqlite_path(catalog_properties: dict[str, str]) -> str:
@@ -289,14 +353,23 @@ def cluster_conf(master: str) -> dict[str, str]:
 
 
 def session_conf(
-    catalog_properties: dict[str, str] | None, cap_bytes: int | None, master: str = DEFAULT_MASTER
+    catalog_properties: dict[str, str] | None,
+    cap_bytes: int | None,
+    master: str = DEFAULT_MASTER,
+    source_on_s3: bool = False,
 ) -> dict[str, str]:
-    """Spark settings for a driver inside the worker's cap; with the run's Iceberg catalog when given."""
+    """Spark settings for a driver inside the worker's cap; with the run's Iceberg catalog when
+    given, and S3A when the source set is on S3."""
     scratch = Path(tempfile.gettempdir()) / f"icebench-spark-{os.getpid()}"
     extra = {"spark.driver.extraJavaOptions": RLIMIT_JAVA_OPTIONS} if _under_rlimit_as() else {}
+    jars = [str(jar) for jar in check_jars()] if catalog_properties is not None else []
+    if source_on_s3:
+        extra |= s3a_conf()
+        jars += extra.pop("s3a-jars").split(",")
+    if jars:
+        extra["spark.jars"] = ",".join(jars)
     if catalog_properties is not None:
         extra |= {
-            "spark.jars": ",".join(str(jar) for jar in check_jars()),
             "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
             **catalog_conf(catalog_properties),
         }
@@ -357,7 +430,10 @@ def _on_this_machine(master: str) -> bool:
 
 
 def spark_session(
-    catalog_properties: dict[str, str] | None, cap_bytes: int | None, master: str = DEFAULT_MASTER
+    catalog_properties: dict[str, str] | None,
+    cap_bytes: int | None,
+    master: str = DEFAULT_MASTER,
+    source_on_s3: bool = False,
 ) -> SparkSession:
     """A fresh SparkSession whose driver JVM is a child of this process, on the run's catalog if given.
 
@@ -366,7 +442,7 @@ def spark_session(
     """
     if catalog_properties is not None and (reason := spark_supports(catalog_properties)):
         raise SparkUnsupported(reason)
-    conf = session_conf(catalog_properties, cap_bytes, master)
+    conf = session_conf(catalog_properties, cap_bytes, master, source_on_s3)
     master = conf["spark.master"]
     atexit.register(shutil.rmtree, Path(conf["spark.local.dir"]).parent, ignore_errors=True)
     if _under_rlimit_as():

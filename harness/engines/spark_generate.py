@@ -59,7 +59,7 @@ def generate_base_on_spark(
     finally:
         spark.stop()
         shutil.rmtree(out / STAGING, ignore_errors=True)
-    return base_manifest(tasks, results)
+    return base_manifest(out, tasks, results)
 
 
 def _one_task_per_file(spark: SparkSession, tasks: list[BaseFile]) -> DataFrame:

@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, field_serializer
+from pydantic import BaseModel, ConfigDict, PlainValidator, SerializerFunctionWrapHandler, field_serializer
 
 Status = Literal["ok", "oom", "error", "unsupported"]
 ErrorKind = Literal["bad_input", "memory", "write"]
@@ -122,10 +122,20 @@ class Verdict(BaseModel):
         return bool(self.failed) and all(check.harness_limit for check in self.failed)
 
 
+def _set_place(value: object) -> Path | str:
+    """A set's folder, or its S3 prefix kept as written (a Path would fold `s3://` to `s3:/`)."""
+    text = str(value)
+    return text if text.startswith("s3://") else Path(text)
+
+
+# Where a data set lives: a folder, or an S3 prefix (`s3://bucket/prefix`, generators/place.py).
+SetPlace = Annotated[Path | str, PlainValidator(_set_place)]
+
+
 class RowSource(BaseModel):
     """Generated rows the table must hold: a data set's folder, its first `rows` rows (None: all)."""
 
-    directory: Path
+    directory: SetPlace
     rows: int | None = None
 
 
@@ -213,7 +223,7 @@ class WorkerSpec(BaseModel):
     writer: str
     operation: Operation | Maintenance
     key_columns: list[str]
-    source_dir: Path
+    source_dir: SetPlace
     # A maintenance step's engine (harness/engines/maintainers/): it runs instead of the writer,
     # on the table the writer left, and reads no source.
     maintainer: str | None = None
@@ -379,6 +389,8 @@ class RunRecord(WorkerFigures):
     phase: str | None = None
     maintainer: str | None = None  # a maintenance phase's engine (the writer is the table's)
     stack: str
+    # The S3 prefix the source set was read from (`--source s3://...`); None: a local folder.
+    source_location: str | None = None
     operation: str
     rows: int | None = None
     limit_rows: int | None = None  # set on the points of a scale run: a prefix of the source

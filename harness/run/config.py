@@ -327,6 +327,11 @@ class YourData:
     base: str | None = None  # `run --base`: the set the table holds before
     ratios: tuple[str, ...] = ()  # the flags of a derived change set's shape given (--update-ratio ...)
 
+    @property
+    def on_s3(self) -> bool:
+        """Your set is on the stack's object store (`s3://bucket/prefix`)."""
+        return (self.source or "").startswith("s3://")
+
     def check_needs_source(self) -> None:
         for flag, value in (("--key", self.key), ("--changes", self.changes)):
             if value is not None and self.source is None:

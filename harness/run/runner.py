@@ -21,6 +21,7 @@ from packaging.version import Version
 from pyiceberg.io import PY_IO_IMPL
 from pyiceberg.table import Table
 
+from generators.place import on_s3
 from harness.base.builds import parse_source
 from harness.base.caps import CgroupCap, MemoryCap, format_size, make_cap, resolve_isolation
 from harness.base.errors import DISK_ERRNOS, IcebenchError, harness_fault, one_line, warn
@@ -483,7 +484,8 @@ class Runner:
 
     def _identity(self, plan: RunPlan, scenario: Scenario, writer: type[Writer]) -> dict[str, Any]:
         """The record's fields known before anything runs."""
-        source = plan.sets[scenario.source_set].manifest
+        fed = plan.sets[scenario.source_set]
+        source = fed.manifest
         return {
             "run_id": self.store.run_id,
             "scenario": plan.scenario,
@@ -496,6 +498,7 @@ class Runner:
             "phase": plan.phase,
             "maintainer": plan.maintainer,
             "stack": self.stack.name,
+            "source_location": str(fed.directory) if on_s3(fed.directory) else None,
             "services": self.stack.services(),
             "catalog": self.stack.catalog,
             "operation": scenario.operation,
@@ -616,7 +619,7 @@ class Runner:
                 if isinstance(cap, CgroupCap) and self.isolation == "docker":
                     worker.launched = launch_container(
                         cap, spec_path, worker.log, image=self.settings.worker_image,
-                        read_only=[self.settings.data_dir, spec.source_dir, *writer_folders()],
+                        read_only=[self.settings.data_dir, *local_source(spec), *writer_folders()],
                         writable=[self.store.folder],
                         on_start=on_start, **limits,
                     )  # fmt: skip
@@ -887,6 +890,11 @@ def build_record(
         verifier_peak_rss_bytes=judgement.verifier_peak_rss_bytes,
         workers=outcomes if len(outcomes) > 1 else [],
     )
+
+
+def local_source(spec: WorkerSpec) -> list[Path]:
+    """The source folder a container worker must see (none: the source is on S3)."""
+    return [] if on_s3(spec.source_dir) else [Path(spec.source_dir)]
 
 
 def worker_figures(outcome: WorkerOutcome) -> dict[str, Any]:

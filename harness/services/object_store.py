@@ -9,6 +9,7 @@ fault tests kill the server's process). Another server drops in by implementing 
 
 from __future__ import annotations
 
+import fcntl
 import os
 import secrets
 import shutil
@@ -16,7 +17,7 @@ import socket
 import sys
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -121,7 +122,17 @@ class SeaweedS3Server:
             warn(f"SeaweedFS did not vacuum its volumes: {one_line(exc)}")
 
     @contextmanager
-    def running(self, folder: Path) -> Iterator[S3Endpoint]:
+    def running(self, folder: Path, kept: Path | None = None) -> Iterator[S3Endpoint]:
+        """`kept`: the server keeps its data there, from one invocation to the next (sets generated
+        onto S3 stay for later runs); the tables' bucket is emptied at start, what a killed
+        invocation left. One invocation at a time holds it. None: data under `folder`, removed."""
+        with ExitStack() as held:
+            if kept is not None:
+                held.enter_context(_held_alone(kept))
+            yield held.enter_context(self._running(folder, kept))
+
+    @contextmanager
+    def _running(self, folder: Path, kept: Path | None) -> Iterator[S3Endpoint]:
         port = free_port()
         url = f"http://{LOOPBACK}:{port}"
         endpoint = S3Endpoint(
@@ -131,7 +142,7 @@ class SeaweedS3Server:
             access_key_id=f"AKIA{secrets.token_hex(8).upper()}",
             secret_access_key=secrets.token_urlsafe(30),
         )
-        data = folder / "s3-seaweedfs"
+        data = kept or folder / "s3-seaweedfs"
         data.mkdir(parents=True, exist_ok=True)
         remove_dead_seaweed_sockets()
         ports = {flag: free_port() for flag in SEAWEED_PORT_FLAGS} | {"s3.port": port}
@@ -157,12 +168,29 @@ class SeaweedS3Server:
                 env=server_environment,
                 outside_box=True,
             ):
+                if kept is not None:
+                    endpoint.filesystem().delete_dir_contents(endpoint.bucket, missing_dir_ok=True)
                 yield endpoint
         finally:  # every run's tables were purged; the volumes would keep their bytes until vacuumed
             self.master_url = None
-            shutil.rmtree(data, ignore_errors=True)
+            if kept is None:
+                shutil.rmtree(data, ignore_errors=True)
             for socket in _unix_sockets(ports):
                 socket.unlink(missing_ok=True)
+
+
+@contextmanager
+def _held_alone(data: Path) -> Iterator[None]:
+    """An exclusive hold on a kept data folder: two servers on one folder would corrupt it."""
+    data.mkdir(parents=True, exist_ok=True)
+    with open(data.with_name(data.name + ".lock"), "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise IcebenchError(
+                f"the S3 server's kept data {data} is in use by another icebench: one at a time"
+            ) from None
+        yield
 
 
 def _unix_sockets(ports: dict[str, int]) -> list[Path]:

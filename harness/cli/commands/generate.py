@@ -10,7 +10,16 @@ from generators.presets import MAX_COLUMNS, MAX_FILES, MAX_FIRST_KEY, PRESETS
 from harness.base.errors import IcebenchError
 from harness.base.row_counts import MAX_ROWS
 from harness.cli.flags import add_config_flag
-from harness.cli.parser import folder, int_from, settings_model, size, spark_master, within
+from harness.cli.names import stack_names
+from harness.cli.parser import (
+    folder,
+    int_from,
+    one_known,
+    settings_model,
+    size,
+    spark_master,
+    within,
+)
 
 if TYPE_CHECKING:  # annotations only: the manifest module loads pyarrow
     from generators.manifest import DatasetManifest
@@ -29,7 +38,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--update-ratio", type=within(settings_model, "update_ratio"), help="default 0.2")
     parser.add_argument("--insert-ratio", type=within(settings_model, "insert_ratio"), help="default 0.1")
     parser.add_argument("--evolved", action="store_true", help="change rows carry an extra column")
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--out", required=True,
+        help="a folder, or s3://BUCKET/PREFIX on the --stack's object store (written straight there)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--stack", type=one_known("stack", stack_names),
+        help="--out s3://...: the stack whose object store takes the set (local-services keeps it)",
+    )  # fmt: skip
     parser.add_argument(
         "--engine",
         choices=("pyarrow", "spark"),
@@ -79,18 +95,58 @@ def run(args: argparse.Namespace) -> None:
     from harness.cli import output
 
     _refuse_flags_that_change_nothing(args)
-    if args.changes_of:
-        if args.engine != "pyarrow":
-            raise IcebenchError("--engine spark makes base sets; change sets (--changes-of) use pyarrow")
-        manifest = _changes(args)
-    elif args.engine == "spark":
-        manifest = _base_on_spark(args)
+    if args.out.startswith("s3://"):
+        manifest = _base_on_s3(args)
+    elif args.stack is not None:
+        raise IcebenchError("--stack is for --out s3://...: a local set needs no stack")
     else:
-        manifest = _base(args)
+        args.out = Path(args.out)
+        manifest = _made_locally(args)
     output.console.print(
         f"wrote {manifest.rows} rows x {manifest.columns} columns in {len(manifest.files)} files "
         f"to {args.out} (checksum {short_form(manifest.checksum)})"
     )
+
+
+def _made_locally(args: argparse.Namespace) -> DatasetManifest:
+    if args.changes_of:
+        if args.engine != "pyarrow":
+            raise IcebenchError("--engine spark makes base sets; change sets (--changes-of) use pyarrow")
+        return _changes(args)
+    if args.engine == "spark":
+        return _base_on_spark(args)
+    return _base(args)
+
+
+def _base_on_s3(args: argparse.Namespace) -> DatasetManifest:
+    """A base set written straight onto the stack's object store (no local copy), for clusters that
+    share nothing but the object store: `matrix --source s3://...` reads it there."""
+    import tempfile
+
+    from generators.presets import get_preset
+    from generators.wide import generate_base
+    from harness.base.settings import load_settings
+    from harness.cli.output import generation_progress
+    from harness.services.stacks import started
+
+    if args.changes_of or args.engine != "pyarrow":
+        raise IcebenchError(
+            f"--out {args.out}: base sets are written onto S3 (by pyarrow); write this one locally"
+        )
+    base = _base_set(args)
+    if args.preset and get_preset(args.preset).shape == "events":
+        raise IcebenchError(f"--out {args.out}: the events preset is written locally only")
+    settings = load_settings(args.config, stack=args.stack)
+    if settings.stack == "embedded":
+        raise IcebenchError(
+            f"--out {args.out}: the embedded stack has no object store; give --stack local-services"
+        )
+    with (
+        tempfile.TemporaryDirectory(prefix="icebench-generate-") as logs,
+        started(settings, Path(logs), keep_sources=True),
+        generation_progress() as progress,
+    ):
+        return generate_base(args.out, **base, progress=progress("rows", base["rows"]))
 
 
 def _base(args: argparse.Namespace) -> DatasetManifest:

@@ -211,6 +211,24 @@ class Writer:
         one: harness/engines/availability.py); writers that keep this default are never asked."""
         return None
 
+    # It reads a set on S3 (`--source s3://...`) itself: its engine is handed the S3 location.
+    reads_s3_itself: ClassVar[bool] = False
+
+    @classmethod
+    def s3_source_gap(cls) -> str | None:
+        """None when it can be fed a set on S3, else why not: a writer fed batches is (the worker
+        reads them from S3); one that reads the files itself or runs a program of its own is handed
+        local paths only, unless it says it reads S3 itself. The harness's limit, said before any run."""
+        own_program = cls.worker_command.__func__ is not Writer.worker_command.__func__  # type: ignore[attr-defined]
+        if cls.reads_s3_itself or (cls.consumes_batches and not own_program):
+            return None
+        return "it reads its source files itself and icebench hands it local paths only"
+
+    @classmethod
+    def prepare_s3_source(cls) -> None:
+        """Fetches what its engine needs to read a set on S3, once, before any run (never on a
+        run's clock or in its cap)."""
+
     @classmethod
     def asks_availability(cls) -> bool:
         return cls.unavailable.__func__ is not Writer.unavailable.__func__  # type: ignore[attr-defined]

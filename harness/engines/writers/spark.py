@@ -23,8 +23,10 @@ from harness.engines.spark import (
     SPARK_CATALOG,
     SparkOptions,
     executor_figures,
+    fetch_s3a_jars,
     iceberg_spark_version,
     quoted,
+    s3a_uri,
     spark_session,
     spark_supports,
 )
@@ -45,6 +47,7 @@ class SparkWriter(Writer):
     libraries = ("pyspark", "pyiceberg", "pyarrow")
     in_default_matrix = False  # a JVM per run: name them (WRITERS=spark,...) to include them
     consumes_batches = False  # Spark reads the files itself
+    reads_s3_itself = True  # through Hadoop's S3A
     pyiceberg_commits = False  # Iceberg Java commits (and retries) inside the JVM
     options = SparkOptions
     maintained_with = "spark"  # Iceberg's procedures, as a Spark user maintains the table
@@ -60,6 +63,10 @@ class SparkWriter(Writer):
         """None when this writer can run on the catalog, else why not (the runner's `unsupported`)."""
         return spark_supports(catalog_properties)
 
+    @classmethod
+    def prepare_s3_source(cls) -> None:
+        fetch_s3a_jars()
+
     def append(self, job: WriteJob, timer: StepTimer) -> None:
         self._in_session(job, timer, _append)
 
@@ -73,7 +80,7 @@ class SparkWriter(Writer):
         """`action` as one Spark action on the source, in a session of its own."""
         properties = {key: str(value) for key, value in job.table.catalog.properties.items()}
         with timer.step():  # JVM start + session: paid once per run, reported as the first step
-            spark = spark_session(properties, job.cap_bytes, _master(job))
+            spark = spark_session(properties, job.cap_bytes, _master(job), job.source.on_s3)
         try:
             target = quoted(SPARK_CATALOG, *job.table.name())
             self._set_modes(spark, job, target, timer)
@@ -106,8 +113,7 @@ class SparkWriter(Writer):
         from pyspark.sql import functions as F
 
         source = job.source
-        paths = [str(path) for path in source.paths]
-        frame = spark.read.parquet(*paths)
+        frame = spark.read.parquet(*spark_paths(source))
         if source.limit_rows is not None:
             frame = _first_rows(spark, source, frame)
         present = set(frame.columns)
@@ -120,6 +126,11 @@ class SparkWriter(Writer):
             else:
                 columns.append(F.col(field.name))
         return frame.select(*columns)
+
+
+def spark_paths(source: ParquetSource) -> list[str]:
+    """The source's files as Spark reads them (S3 through S3A)."""
+    return [s3a_uri(str(path)) for path in source.paths]
 
 
 def _master(job: WriteJob) -> str:
@@ -176,13 +187,13 @@ def _first_rows(spark: SparkSession, source: ParquetSource, frame: DataFrame) ->
 
     remaining = source.limit_rows or 0
     whole, partial = [], None
-    for entry, path in zip(source.manifest.files, source.paths, strict=True):
+    for entry, path in zip(source.manifest.files, spark_paths(source), strict=True):
         if remaining <= 0:
             break
         if entry.rows <= remaining:
-            whole.append(str(path))
+            whole.append(path)
         else:
-            partial = (str(path), remaining)
+            partial = (path, remaining)
         remaining -= entry.rows
     parts = [spark.read.parquet(*whole)] if whole else []
     if partial:

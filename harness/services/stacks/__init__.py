@@ -25,8 +25,9 @@ def get_stack(name: str) -> type[Stack]:
 
 
 @contextmanager
-def started(settings: Settings, folder: Path) -> Iterator[Stack]:
-    """The stack `settings.stack` names, its services up (logs in `folder`) until the block ends."""
-    stack = get_stack(settings.stack)(settings)
+def started(settings: Settings, folder: Path, keep_sources: bool = False) -> Iterator[Stack]:
+    """The stack `settings.stack` names, its services up (logs in `folder`) until the block ends;
+    `keep_sources`: its object store's sets outlive it."""
+    stack = get_stack(settings.stack)(settings, keep_sources)
     with stack.running(folder):
         yield stack

@@ -104,8 +104,11 @@ class Stack(ABC):
     # The shape of this stack's catalog properties (no secrets), for `icebench writers`.
     catalog_shape: ClassVar[dict[str, str]]
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, keep_sources: bool = False) -> None:
         self.settings = settings
+        # Sets on this stack's object store outlive the invocation (`generate --out s3://...`,
+        # `--source s3://...`): a stack whose object store it starts keeps that store's data.
+        self.keep_sources = keep_sources
 
     @contextmanager
     def running(self, folder: Path) -> Iterator[None]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness.base.errors import IcebenchError, one_line
 from harness.base.redaction import has_credentials
+from harness.base.settings import SOURCES_ENDPOINT_VARIABLE
 from harness.services.processes import environment_variables
 from harness.services.stacks.base import (
     CATALOG_NAME,
@@ -39,7 +40,8 @@ class ExternalStack(Stack):
             raise IcebenchError(
                 "stack external needs catalog_uri (ICEBENCH_CATALOG_URI or [settings] catalog_uri)"
             )
-        with environment_variables({URI_VARIABLE: uri} if has_credentials(uri) else {}):
+        sources = {SOURCES_ENDPOINT_VARIABLE: self.settings.s3_endpoint or ""}  # "": AWS's own
+        with environment_variables(({URI_VARIABLE: uri} if has_credentials(uri) else {}) | sources):
             try:
                 catalog = open_catalog(self._properties())
                 catalog.list_namespaces()

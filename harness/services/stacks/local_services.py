@@ -17,6 +17,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from harness.base.config_file import DEFAULT_CATALOG
+from harness.base.settings import SOURCES_ENDPOINT_VARIABLE
 from harness.services.object_store import TABLE_BUCKET, S3Endpoint, SeaweedS3Server, seaweed_version
 from harness.services.processes import LOOPBACK, environment_variables, free_port
 from harness.services.rest_catalog import RestCatalogServer, fixture_version
@@ -32,6 +33,10 @@ from harness.services.stacks.base import (
 # The REST catalogs this stack can run (--catalog): Apache Iceberg's REST fixture over a JdbcCatalog,
 # or SeaweedFS's own Iceberg catalog inside the S3 server (requests signed with SigV4, as AWS S3
 # Tables'; its metadata written by the server itself, past the request counter).
+
+
+# Under the data cache: the S3 server's data when sets live on it (`generate --out s3://...`).
+KEPT_STORE = "s3-store"
 
 
 class LocalServicesStack(Stack):
@@ -54,7 +59,9 @@ class LocalServicesStack(Stack):
             catalog_port = free_port() if self.seaweed_catalog else None
             counter_port = free_port()  # SeaweedFS's catalog hands it to clients in table configs
             self.object_store = SeaweedS3Server(catalog_port, f"http://{LOOPBACK}:{counter_port}")
-            store = services.enter_context(self.object_store.running(folder))
+            kept = self.settings.data_dir.resolve() / KEPT_STORE if self.keep_sources else None
+            store = services.enter_context(self.object_store.running(folder, kept))
+            services.enter_context(environment_variables({SOURCES_ENDPOINT_VARIABLE: store.endpoint_url}))
             # Every client, the fixture's S3FileIO included, goes through the request counter.
             self.endpoint, self.counter = services.enter_context(counting(folder, store, counter_port))
             services.enter_context(environment_variables(self.endpoint.environment()))

@@ -3,9 +3,13 @@ capped worker and is judged by the oracle like any other writer."""
 
 import pytest
 
+from harness.base.caps import cgroup_parent
 from harness.engines.writers import get_writer
 from harness.run.runner import Runner, RunPlan
 from harness.services.envs import pinned_versions
+
+
+needs_cgroups = pytest.mark.skipif(cgroup_parent() is None, reason="needs a writable cgroup v1 memory controller")
 
 
 def tiny(scenario: str, writer: str, sets) -> RunPlan:
@@ -51,3 +55,18 @@ def test_ray_datas_default_parquet_read_breaks_its_iceberg_write_and_says_so(run
 def test_daft_ray_has_no_upsert_as_daft_has_none(runner, tiny_sets):
     record = runner.run(tiny("upsert", "daft-ray", tiny_sets))
     assert record.status == "unsupported"
+
+
+@needs_cgroups
+def test_a_ray_cluster_of_nodes_caps_each_node_and_records_its_peak(runner, tiny_sets):
+    """`[engines.ray] nodes = 2`: a head and a worker node on loopback, each in a capped cgroup of
+    its own (its raylet and Ray workers inside), the driver in the run's worker; each node's peak is
+    the kernel's, and the cgroups are gone afterwards."""
+    runner = with_ray_options(runner, datasource_v2=False, nodes=2)
+    record = runner.run(tiny("append", "ray-data", tiny_sets))
+    assert record.status == "ok", record.error
+    assert record.verdict.passed, record.verdict.failed
+    assert [executor.name for executor in record.executors] == ["ray node 0", "ray node 1"]
+    for node in record.executors:
+        assert node.source == "cgroup" and node.cap_bytes == 2 << 30 and node.oom_kills == 0
+        assert node.peak_memory_bytes and node.peak_rss_bytes

@@ -31,7 +31,36 @@ from harness.model import ExecutorFigures
 # the cap of each. An executor started without them runs uncapped, as on any other cluster.
 EXECUTOR_CGROUPS_VARIABLE = "ICEBENCH_EXECUTOR_CGROUPS"
 EXECUTOR_CAP_VARIABLE = "ICEBENCH_EXECUTOR_CAP"
-EXECUTOR_PREFIX = "executor-"  # then Spark's executor id
+EXECUTOR_PREFIX = "executor-"  # then Spark's executor id, or a Ray node's name (ray-node-0)
+
+# A process that caps itself before it becomes `"$@"`: `sh -c SELF_CAPPING NAME COMMAND...` makes
+# the cgroup EXECUTOR_PREFIX + NAME under the run's parent, limits it (memory and memory+swap) and
+# enters it, then execs COMMAND, whose every child stays inside; exit 70 when it cannot (never
+# uncapped). Without the run's variables (no cgroup isolation) it only execs.
+SELF_CAPPING = f"""
+name=$0
+if [ -n "${{{EXECUTOR_CGROUPS_VARIABLE}:-}}" ]; then
+  cgroup="${EXECUTOR_CGROUPS_VARIABLE}/{EXECUTOR_PREFIX}$name"
+  if ! {{ mkdir "$cgroup" && echo "${EXECUTOR_CAP_VARIABLE}" > "$cgroup/memory.limit_in_bytes" &&
+       {{ [ ! -e "$cgroup/memory.memsw.limit_in_bytes" ] ||
+         echo "${EXECUTOR_CAP_VARIABLE}" > "$cgroup/memory.memsw.limit_in_bytes"; }} &&
+       echo $$ > "$cgroup/cgroup.procs"; }}; then
+    echo "icebench: cannot cap {EXECUTOR_PREFIX}$name in $cgroup" >&2
+    exit 70
+  fi
+fi
+exec "$@"
+"""
+
+
+def self_capped(name: str, command: list[str]) -> list[str]:
+    """`command` as a process that enters a capped cgroup of its own, `name`, before it runs."""
+    return ["sh", "-c", SELF_CAPPING, name, *command]
+
+
+def executor_name(executor: str) -> str:
+    """`executor 0` for Spark's executor 0; `ray node 1` for the cgroup `ray-node-1`."""
+    return f"executor {executor}" if executor.isdigit() else executor.replace("-", " ")
 
 
 class ExecutorCaps:
@@ -86,7 +115,7 @@ class ExecutorCaps:
             self.sample()
         return [
             ExecutorFigures(
-                name=f"executor {executor}",
+                name=executor_name(executor),
                 source="cgroup",
                 cap_bytes=cgroup.limit_bytes(),
                 peak_memory_bytes=cgroup.peak_bytes(),

@@ -44,6 +44,7 @@ from harness.engines.spark import (
 from harness.engines.verifiers import Verifier, equality_delete_readers, get_verifier
 from harness.engines.writers import Writer, get_writer, writer_file_variables, writer_folders, writer_origin
 from harness.engines.writers.base import ProgramWriter
+from harness.engines.writers.ray_data import RayOptions
 from harness.judge.oracle import TableState, capture_state, judge, unreadable_verdict
 from harness.judge.scan_cost import (
     SCAN_PROGRAM,
@@ -657,17 +658,21 @@ class Runner:
 
     @contextmanager
     def _executors_capped(self, cap_bytes: int | None) -> Iterator[ExecutorCaps | None]:
-        """On a cluster icebench started (`standalone[N]`), the cgroup its executors cap themselves
-        under, each at the run's cap (or `[engines.spark] executor_memory`), sampled while the worker
-        runs and removed after it."""
-        options = self.settings.engine_options(SparkOptions)
+        """On a cluster icebench starts (Spark's `standalone[N]`, Ray's `nodes`), the cgroup its
+        executors or nodes cap themselves under, each at the run's cap (or `[engines.spark]
+        executor_memory`), sampled while the worker runs and removed after it."""
+        spark, ray = self.settings.engine_options(SparkOptions), self.settings.engine_options(RayOptions)
         capped = cap_bytes is not None and self.isolation in ("cgroup", "docker")
-        if standalone_workers(options.master) is None or not capped:
+        cluster = f"--spark-master {spark.master}" if standalone_workers(spark.master) else None
+        cluster = cluster or (f"[engines.ray] nodes = {ray.nodes}" if ray.nodes else None)
+        if cluster is None or not capped:
             yield None
             return
         if (parent := executors_parent()) is None:
-            raise RunFailed(f"--spark-master {options.master}: its executors' caps need a writable cgroup v1")
-        executors = ExecutorCaps(options.executor_memory or cap_bytes, parent)
+            raise RunFailed(f"{cluster}: its executors' caps need a writable cgroup v1")
+        executors = ExecutorCaps(
+            (standalone_workers(spark.master) and spark.executor_memory) or cap_bytes, parent
+        )
         try:
             with executors.sampled(self.settings.sample_interval_s):
                 yield executors

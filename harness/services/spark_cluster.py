@@ -20,30 +20,19 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from harness.base.errors import IcebenchError
-from harness.base.executor_caps import EXECUTOR_CAP_VARIABLE, EXECUTOR_CGROUPS_VARIABLE, EXECUTOR_PREFIX
+from harness.base.executor_caps import SELF_CAPPING
 from harness.services.processes import LOOPBACK, free_port, managed_process
 
 START_TIMEOUT_S = 90.0
-# An executor's command line names it: `... CoarseGrainedExecutorBackend ... --executor-id 3 ...`.
-# The cgroup is made, limited (RAM and RAM+swap) and entered before exec; a failure stops the
-# executor rather than letting it run uncapped.
+# An executor's command line names it: `... CoarseGrainedExecutorBackend ... --executor-id 3 ...`:
+# it enters its capped cgroup (SELF_CAPPING) before it becomes the JVM; other java commands (the
+# worker daemon itself) run as they are.
 CAPPING_JAVA = """#!/bin/sh
 # icebench: the java of a Spark worker of harness/services/spark_cluster.py (see there)
-if [ -n "${{{cgroups}:-}}" ]; then
-  previous=; executor=
-  for argument; do [ "$previous" = --executor-id ] && executor=$argument; previous=$argument; done
-  if [ -n "$executor" ]; then
-    cgroup="${cgroups}/{prefix}$executor"
-    if ! {{ mkdir "$cgroup" && echo "${cap}" > "$cgroup/memory.limit_in_bytes" &&
-         {{ [ ! -e "$cgroup/memory.memsw.limit_in_bytes" ] ||
-           echo "${cap}" > "$cgroup/memory.memsw.limit_in_bytes"; }} &&
-         echo $$ > "$cgroup/cgroup.procs"; }}; then
-      echo "icebench: cannot cap executor $executor in $cgroup" >&2
-      exit 70
-    fi
-  fi
-fi
-exec {java} "$@"
+previous=; executor=
+for argument; do [ "$previous" = --executor-id ] && executor=$argument; previous=$argument; done
+[ -n "$executor" ] || exec {java} "$@"
+exec sh -c '{self_capping}' "$executor" {java} "$@"
 """
 
 
@@ -66,12 +55,7 @@ def capping_java_home(folder: Path) -> Path:
     """A JAVA_HOME whose bin/java caps each executor a driver asks to be capped, then runs java."""
     java = folder / "bin" / "java"
     java.parent.mkdir(parents=True, exist_ok=True)
-    java.write_text(
-        CAPPING_JAVA.format(
-            cgroups=EXECUTOR_CGROUPS_VARIABLE, cap=EXECUTOR_CAP_VARIABLE, prefix=EXECUTOR_PREFIX,
-            java=real_java(),
-        )
-    )  # fmt: skip
+    java.write_text(CAPPING_JAVA.format(self_capping=SELF_CAPPING, java=real_java()))
     java.chmod(0o755)
     return folder
 

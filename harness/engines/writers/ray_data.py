@@ -17,9 +17,15 @@ one); ray is imported only here, inside functions.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import shutil
+import socket
+import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,6 +45,14 @@ RAY_VERSION = "2.60.0"  # the newest release (2026-12)
 # PROPORTION), taken of the worker's cap rather than of the machine: /dev/shm is charged to the cap.
 OBJECT_STORE_SHARE = 0.3
 OBJECT_STORE_MINIMUM = 75 * 2**20  # ray refuses less (OBJECT_STORE_MINIMUM_MEMORY_BYTES)
+MAX_NODES = 8
+NODES_TIMEOUT_S = 120.0
+# Where a cluster of `nodes` is reached: a loopback address, not 127.0.0.1, which Ray turns into the
+# machine's routed address (ray._private.services.resolve_ip_for_localhost). Ray 2.60's GCS and
+# raylets listen on every interface whatever the address (no setting binds them): each cluster
+# admits only its own random token (RAY_AUTH_MODE=token), which no log or record holds.
+RAY_NODES_ADDRESS = "127.0.0.2"
+RAY_WORKER_PORTS = range(10_002, 20_000)  # `ray start`'s default --min/--max-worker-port
 
 
 class RayOptions(EngineOptions):
@@ -53,6 +67,13 @@ class RayOptions(EngineOptions):
     # False reads through V1, as RAY_DATA_USE_DATASOURCE_V2=0 does, and then it passes.
     datasource_v2: bool | None = Field(
         None, description="Ray Data's parquet reader: V2 (true), V1 (false); unset: Ray's default"
+    )
+    nodes: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_NODES,
+        description="a Ray cluster of this many nodes (a head and workers) on loopback, each node "
+        "capped at the run's --memory; unset: one node inside the worker's cap",
     )
 
 
@@ -78,9 +99,9 @@ class RayDataWriter(Writer):
     def _write(self, job: WriteJob, timer: StepTimer, mode: str, **kwargs: Any) -> None:
         """One `write_iceberg` on a cluster of this worker's own: a step until its snapshot was
         stamped, then the commit."""
-        from ray.data import SaveMode
-
         with ray_cluster(job), scanned(job.source), snapshot_split(job.table, timer):
+            from ray.data import SaveMode  # after the cluster's start: Ray reads its token once
+
             _dataset(job).write_iceberg(
                 ".".join(job.table.name()),
                 catalog_kwargs=catalog_kwargs(job),
@@ -106,23 +127,106 @@ def _dataset(job: WriteJob) -> Dataset:
 
 @contextmanager
 def ray_cluster(job: WriteJob) -> Iterator[None]:
-    """A local Ray cluster for one write, its processes children of this worker (so under its cap),
-    its object store a share of the cap, stopped and its files removed afterwards."""
+    """A Ray cluster for one write, stopped and its files removed afterwards: by default a local one
+    whose processes are children of this worker (so under its cap), its object store a share of the
+    cap; with `nodes`, that many nodes on loopback, each capped on its own (ray_nodes)."""
+    options = job.options if isinstance(job.options, RayOptions) else RayOptions()
+    if options.nodes is not None:  # the driver (this process) and every node present the cluster's
+        # token; before Ray is imported, which reads them once
+        os.environ.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)})
     import ray
 
-    share = job.options.object_store_share if isinstance(job.options, RayOptions) else OBJECT_STORE_SHARE
-    store = max(OBJECT_STORE_MINIMUM, int(job.cap_bytes * share)) if job.cap_bytes else None
     # Ray's sockets live under its temp folder, whose path must stay short (a unix socket's 107 bytes).
     scratch = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
     try:
-        ray.init(
-            num_cpus=os.cpu_count() or 1,
-            object_store_memory=store,
-            include_dashboard=False,
-            log_to_driver=False,
-            _temp_dir=str(scratch),
-        )
-        yield
+        if options.nodes is None:
+            ray.init(
+                num_cpus=os.cpu_count() or 1,
+                object_store_memory=object_store_bytes(job.cap_bytes, options),
+                include_dashboard=False,
+                log_to_driver=False,
+                _temp_dir=str(scratch),
+            )
+            yield
+            return
+        with ray_nodes(options.nodes, object_store_bytes(job.cap_bytes, options), scratch) as address:
+            ray.init(address=address, log_to_driver=False)
+            wait_for_nodes(options.nodes)
+            yield
     finally:
         ray.shutdown()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def object_store_bytes(cap_bytes: int | None, options: RayOptions) -> int | None:
+    """The object store's share of a cap (a node's, or the worker's); None: Ray's default."""
+    return max(OBJECT_STORE_MINIMUM, int(cap_bytes * options.object_store_share)) if cap_bytes else None
+
+
+@contextmanager
+def ray_nodes(count: int, object_store: int | None, scratch: Path) -> Iterator[str]:
+    """`count` Ray nodes on loopback (`ray start --block`: the head, then workers joining it), the
+    machine's cores shared among them; each enters a capped cgroup of its own, `ray-node-<i>`, before
+    it starts, so its raylet and every Ray worker process it forks stay inside (where the run hands
+    no cgroups, no isolation, they run uncapped). Yields the head's address; stops every node's
+    process tree at the end."""
+    import psutil
+
+    from harness.base.executor_caps import self_capped
+
+    ray = str(Path(sys.executable).parent / "ray")
+    port, host = gcs_port(), RAY_NODES_ADDRESS
+    cpus = max(1, (os.cpu_count() or 1) // count)
+    common = [f"--node-ip-address={host}", f"--num-cpus={cpus}", "--block", "--disable-usage-stats"]
+    if object_store is not None:
+        common.append(f"--object-store-memory={object_store}")
+    head = [ray, "start", "--head", f"--port={port}", "--include-dashboard=false", f"--temp-dir={scratch}"]
+    nodes: list[subprocess.Popen[bytes]] = []
+    log = (scratch.parent / f"{scratch.name}-nodes.log").open("ab")
+    try:
+        for index in range(count):
+            command = [*head, *common] if index == 0 else [ray, "start", f"--address={host}:{port}", *common]
+            nodes.append(subprocess.Popen(self_capped(f"ray-node-{index}", command), stdout=log, stderr=log))
+            if index == 0:
+                _wait_for_head(nodes[0], host, port)
+        yield f"{host}:{port}"
+    finally:
+        for node in nodes:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                for process in [*psutil.Process(node.pid).children(recursive=True), psutil.Process(node.pid)]:
+                    with contextlib.suppress(psutil.NoSuchProcess):
+                        process.kill()
+            node.wait()
+        log.close()
+
+
+def gcs_port() -> int:
+    """A free port for the head's GCS outside the range Ray keeps for its worker processes."""
+    from harness.services.processes import free_port
+
+    while (port := free_port()) in RAY_WORKER_PORTS:
+        pass
+    return port
+
+
+def _wait_for_head(head: subprocess.Popen[bytes], host: str, port: int) -> None:
+    """Until the head's GCS takes connections; its exit first is the start's failure."""
+    deadline = time.monotonic() + NODES_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if head.poll() is not None:
+            raise RuntimeError(f"the Ray head node exited {head.returncode} before its GCS took connections")
+        with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=1):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"the Ray head node's GCS took no connection in {NODES_TIMEOUT_S:.0f} s")
+
+
+def wait_for_nodes(count: int) -> None:
+    """Until `count` nodes are alive in the cluster (the workers join after the head)."""
+    import ray
+
+    deadline = time.monotonic() + NODES_TIMEOUT_S
+    while (alive := sum(node["Alive"] for node in ray.nodes())) < count:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{alive} of {count} Ray nodes joined in {NODES_TIMEOUT_S:.0f} s")
+        time.sleep(0.2)

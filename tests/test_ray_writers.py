@@ -5,11 +5,13 @@ import pytest
 
 from harness.base.caps import cgroup_parent
 from harness.engines.writers import get_writer
+from harness.engines.writers.ray_data import RayOptions
 from harness.run.runner import Runner, RunPlan
 from harness.services.envs import pinned_versions
 
-
-needs_cgroups = pytest.mark.skipif(cgroup_parent() is None, reason="needs a writable cgroup v1 memory controller")
+needs_cgroups = pytest.mark.skipif(
+    cgroup_parent() is None, reason="needs a writable cgroup v1 memory controller"
+)
 
 
 def tiny(scenario: str, writer: str, sets) -> RunPlan:
@@ -70,3 +72,22 @@ def test_a_ray_cluster_of_nodes_caps_each_node_and_records_its_peak(runner, tiny
     for node in record.executors:
         assert node.source == "cgroup" and node.cap_bytes == 2 << 30 and node.oom_kills == 0
         assert node.peak_memory_bytes and node.peak_rss_bytes
+
+
+@needs_cgroups
+def test_a_ray_node_over_its_cap_is_the_runs_oom_naming_the_node(runner, tiny_sets):
+    """A node whose raylet, GCS and workers need more than its 150 MiB: the kernel kills inside its
+    cgroup, and the run is `oom`, naming the node, not an error of the writer."""
+    runner = with_ray_options(runner, datasource_v2=False, nodes=2, node_memory="150m")
+    record = runner.run(tiny("append", "ray-data", tiny_sets))
+    assert record.status == "oom", (record.status, record.error)
+    assert (
+        record.error.startswith("ray node ")
+        and "OOM-killed by the kernel at its 150.0 MiB cap" in record.error
+    )
+    assert any(node.oom_kills for node in record.executors)
+
+
+def test_node_memory_without_nodes_is_refused():
+    with pytest.raises(ValueError, match="node_memory caps the nodes of a cluster of `nodes` only"):
+        RayOptions(node_memory="1g")

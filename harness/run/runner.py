@@ -660,7 +660,7 @@ class Runner:
     def _executors_capped(self, cap_bytes: int | None) -> Iterator[ExecutorCaps | None]:
         """On a cluster icebench starts (Spark's `standalone[N]`, Ray's `nodes`), the cgroup its
         executors or nodes cap themselves under, each at the run's cap (or `[engines.spark]
-        executor_memory`), sampled while the worker runs and removed after it."""
+        executor_memory`, `[engines.ray] node_memory`), sampled while the worker runs and removed after it."""
         spark, ray = self.settings.engine_options(SparkOptions), self.settings.engine_options(RayOptions)
         capped = cap_bytes is not None and self.isolation in ("cgroup", "docker")
         cluster = f"--spark-master {spark.master}" if standalone_workers(spark.master) else None
@@ -670,9 +670,8 @@ class Runner:
             return
         if (parent := executors_parent()) is None:
             raise RunFailed(f"{cluster}: its executors' caps need a writable cgroup v1")
-        executors = ExecutorCaps(
-            (standalone_workers(spark.master) and spark.executor_memory) or cap_bytes, parent
-        )
+        asked = spark.executor_memory if standalone_workers(spark.master) else ray.node_memory
+        executors = ExecutorCaps(asked or cap_bytes, parent)
         try:
             with executors.sampled(self.settings.sample_interval_s):
                 yield executors

@@ -31,8 +31,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from harness.base.caps import ByteSize
 from harness.engines.writers.base import StepTimer, WriteJob, Writer, snapshot_split
 from harness.engines.writers.source_scan import scanned
 from harness.model import EngineOptions
@@ -75,6 +76,15 @@ class RayOptions(EngineOptions):
         description="a Ray cluster of this many nodes (a head and workers) on loopback, each node "
         "capped at the run's --memory; unset: one node inside the worker's cap",
     )
+    node_memory: ByteSize | None = Field(
+        None, description="nodes: each node's cap (default: the run's --memory, as the driver's)"
+    )
+
+    @model_validator(mode="after")
+    def _node_memory_with_its_nodes(self) -> RayOptions:
+        if self.node_memory is not None and self.nodes is None:
+            raise ValueError("node_memory caps the nodes of a cluster of `nodes` only, and nodes is unset")
+        return self
 
 
 class RayDataWriter(Writer):
@@ -149,7 +159,8 @@ def ray_cluster(job: WriteJob) -> Iterator[None]:
             )
             yield
             return
-        with ray_nodes(options.nodes, object_store_bytes(job.cap_bytes, options), scratch) as address:
+        node_cap = options.node_memory or job.cap_bytes
+        with ray_nodes(options.nodes, object_store_bytes(node_cap, options), scratch) as address:
             ray.init(address=address, log_to_driver=False)
             wait_for_nodes(options.nodes)
             yield

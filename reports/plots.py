@@ -37,7 +37,7 @@ from harness.model import Metric, RunRecord, metrics, run_key
 from reports.caps import CapFigure, cap_figures, table_text
 from reports.fits import Fit, point_batches
 from reports.rounds import followed_metrics, phase_series
-from reports.rows import RowsFit, rows_metrics
+from reports.rows import PROJECTED_ROWS, RowsFit, rows_metrics
 from reports.summary import metric_text, writer_text
 from reports.verdict import VerdictGroup, VerdictRow, cap_text, outcome_of, verdict_groups
 
@@ -354,6 +354,9 @@ def scale_figure(fits: Sequence[Fit]) -> Figure | None:
     return figure
 
 
+UNIT_LABELS = {"bytes": "MiB", "s": "s", "count": "count"}
+
+
 def rows_figure(fits: Sequence[RowsFit]) -> Figure | None:
     """Each metric of the rows axis against the rows fed, log-log, a line per pair with its
     exponent: the writer's time and peak beside the harness's judging time and peak."""
@@ -377,16 +380,23 @@ def rows_figure(fits: Sequence[RowsFit]) -> Figure | None:
                 color=colours[fit.label],
                 label=f"{fit.label}: n^{exponent:.2f}",
             )
+            ahead = [(rows[-1], values[-1]), *((n, fit.projected(found, n) or 0) for n in PROJECTED_ROWS)]
+            axis.plot(  # the fit carried on: what the exponent predicts, not what ran
+                [n for n, _ in ahead], [v / scale for _, v in ahead], ":", color=colours[fit.label], alpha=0.6
+            )
+            rows_shown.update(PROJECTED_ROWS)
         axis.set_xscale("log")
         axis.set_yscale("log")
         axis.set_xticks(sorted(rows_shown), [rows_text(count) for count in sorted(rows_shown)])
         axis.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
         axis.set_xlabel("rows fed (batches of the same size)")
-        axis.set_ylabel(f"{found.label}, {'MiB' if found.unit == 'bytes' else 's'}")
+        axis.set_ylabel(f"{found.label}, {UNIT_LABELS.get(found.unit, found.unit)}")
         axis.set_title(found.label)
         axis.grid(alpha=0.3, which="both")
         axis.legend(fontsize=7)
-    figure.suptitle("Growth in rows (slope 1: grows with the data; 0: flat)")
+    figure.suptitle(
+        "Growth in rows (slope 1: grows with the data; 0: flat); dotted: projected to 100M and 1B"
+    )
     return figure
 
 

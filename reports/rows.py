@@ -19,16 +19,24 @@ from harness.model import Metric, RunKey, RunRecord, metric, run_key
 from reports.summary import metric_text
 from reports.terminal import rich_table
 
-# The writer's time and resident peak, then the harness's: the oracle's judging time and peak.
-ROWS_METRICS = ("write_s", "peak_rss_bytes", "verify_s", "oracle_peak_rss_bytes")
+# The writer's time and resident peak, the harness's (the oracle's judging time and peak), then
+# what the table grows to: its files, manifests and metadata, and what its commits took.
+ROWS_METRICS = (
+    "write_s", "peak_rss_bytes", "verify_s", "oracle_peak_rss_bytes", "data_files", "manifests",
+    "metadata_bytes",
+)  # fmt: skip
+# The run's commits together (the sum of commit_latencies_s): a figure of this axis only.
+COMMIT_S = Metric(name="commit_s", label="commit s", unit="s", aggregate="median")
+# The row counts each fit is carried to (docs/scale.md): projections, never measurements.
+PROJECTED_ROWS = (100_000_000, 1_000_000_000)
 
 
 def rows_metrics() -> list[Metric]:
-    return [found for found in (metric(name) for name in ROWS_METRICS) if found is not None]
+    return [*(found for found in (metric(name) for name in ROWS_METRICS) if found is not None), COMMIT_S]
 
 
 def _value(record: RunRecord, found: Metric) -> float | None:
-    value = getattr(record, found.name)
+    value = sum(record.commit_latencies_s) if found == COMMIT_S else getattr(record, found.name)
     return float(value) if value else None
 
 
@@ -61,6 +69,13 @@ class RowsFit:
         if len({rows for rows, _ in medians}) < 2:
             return None
         return growth_exponent([rows for rows, _ in medians], [value for _, value in medians])
+
+    def projected(self, found: Metric, rows: int) -> float | None:
+        """The fit carried from the most rows measured to `rows`: value x (rows / measured)^exponent."""
+        if (exponent := self.exponent(found)) is None:
+            return None
+        measured, value = self.medians(found)[-1]
+        return value * (rows / measured) ** exponent
 
     def spread(self, found: Metric) -> float | None:
         """The metric at the most rows over it at the fewest (the harness's memory: within 1.1x)."""
@@ -111,6 +126,9 @@ def rows_rows(fit: RowsFit) -> tuple[list[str], list[list[str]], set[int]]:
     ]
     exponents = [fit.exponent(found) for found in shown]
     rows.append(["exponent", "", "", *("-" if e is None else f"{e:.2f}" for e in exponents)])
+    for count in PROJECTED_ROWS:
+        projected = (metric_text(found, fit.projected(found, count)) for found in shown)
+        rows.append([f"{count:,}", "projected", "", *projected])
     return headers, rows, {0, *range(3, 3 + len(shown))}
 
 
@@ -123,5 +141,7 @@ def rows_tables(records: Sequence[RunRecord]) -> list[Table]:
 ROWS_NOTE = (
     "Each pair on one preset's shape at several row counts (matrix --rows), batches of the same "
     "size: each metric against the rows fed, fitted as a power law. Exponent 1: it grows with the "
-    "data (time should); 0: flat (a bounded writer's memory, and the oracle's, should be)."
+    "data (time should); 0: flat (a bounded writer's memory, and the oracle's, should be). The "
+    "rows marked projected carry each fit from the most rows measured to 100M and 1B rows: what the "
+    "exponents predict, not what ran."
 )

@@ -11,7 +11,7 @@ from harness.model import RunRecord, metric
 from harness.run.config import MatrixConfig
 from reports.baseline import newest_results_folder
 from reports.report import write_report
-from reports.rows import rows_fits
+from reports.rows import COMMIT_S, rows_fits, rows_rows
 
 
 @pytest.mark.parametrize(
@@ -90,6 +90,21 @@ def test_a_fit_gives_each_metric_its_exponent_in_rows():
     assert fit.exponent(metric("peak_rss_bytes")) == pytest.approx(0.0, abs=1e-9)
     assert fit.spread(metric("oracle_peak_rss_bytes")) == pytest.approx(1.1)
     assert rows_fits(points[:1]) == []  # one row count: nothing to fit
+
+
+def test_a_fit_is_carried_to_the_projected_rows_from_its_largest_point():
+    """write s n^1 from 400 s at 10M: 4,000 s at 100M; memory n^0 stays; the commits' sum is a
+    metric of the axis; the table marks the projections as such."""
+    points = [
+        _point("wide", 1_000_000, 40.0, 600 * 2**20, 900 * 2**20, commit_latencies_s=[1.0, 1.0]),
+        _point("wide-10M", 10_000_000, 400.0, 600 * 2**20, 900 * 2**20, commit_latencies_s=[20.0]),
+    ]
+    [fit] = rows_fits(points)
+    assert fit.projected(metric("write_s"), 100_000_000) == pytest.approx(4_000.0)
+    assert fit.projected(metric("peak_rss_bytes"), 1_000_000_000) == pytest.approx(600 * 2**20)
+    assert fit.exponent(COMMIT_S) == pytest.approx(1.0)
+    _, rows, _ = rows_rows(fit)
+    assert [row[:2] for row in rows[-2:]] == [["100,000,000", "projected"], ["1,000,000,000", "projected"]]
 
 
 def test_a_failed_point_is_shown_but_not_fitted():

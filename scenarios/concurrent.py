@@ -13,7 +13,7 @@ from abc import abstractmethod
 from pathlib import Path
 from typing import Any
 
-from harness.judge.oracle import Evidence, count_in_ranges, failed_check, no_orphans_check
+from harness.judge.oracle import Evidence, failed_check, no_orphans_check
 from harness.model import Check, Expectation, Feed, KeyRanges, Rendezvous, WorkerEnd
 from scenarios.base import DataSets, Scenario, expect_both, expect_set
 
@@ -64,7 +64,7 @@ class Concurrent(Scenario):
         )
         leftovers = []
         for end in failed:
-            left = count_in_ranges(evidence.content.unique_keys, self.own_key_ranges(end.feed, sets))
+            left = evidence.content.tally.count_in(self.own_key_ranges(end.feed, sets))
             if left:
                 leftovers.append(
                     f"{left:,} rows of worker {end.feed.name} ({end.feed.source_set}) in the table, "

@@ -14,15 +14,12 @@ from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.table import Table
 from test_oracle_checks import _append_table, _judge, locations_path
 
+from generators.manifest import repeated_keys
 from generators.schema import EVOLVED_COLUMN, KEY_COLUMN
 from generators.source import ParquetSource
 from harness.base.reasons import REASON_CHARS, short_path, short_reason
-from harness.judge.difference import (
-    first_missing_key,
-    first_unexpected_key,
-    repeated_keys,
-    repeated_keys_reason,
-)
+from harness.judge.difference import repeated_keys_reason
+from harness.judge.key_tally import KeyTally
 from harness.judge.oracle import capture_state, failed_check, judge
 from scenarios import get_scenario
 from scenarios.base import DataSets, _place_file, expect_upserted
@@ -197,18 +194,50 @@ def test_an_upserted_row_is_expected_from_the_change_set(tiny_sets, tmp_path):
     )
 
 
+def _tally(*batches: list[int] | np.ndarray) -> KeyTally:
+    tally = KeyTally()
+    for batch in batches:
+        tally.add(np.asarray(batch, np.int64))
+    return tally
+
+
 def test_the_first_missing_unexpected_and_doubled_keys():
-    unique = np.array([1, 2, 4, 5, 9])
-    assert first_missing_key(unique, [(1, 5), (7, 8)]) == 3
-    assert first_missing_key(unique, [(7, 8), (0, 2)]) == 0  # ranges in any order
-    assert first_missing_key(unique, [(1, 2), (4, 5)]) is None
-    assert first_unexpected_key(unique, [(1, 5)]) == 9
-    assert first_unexpected_key(unique, [(2, 9)]) == 1
-    assert repeated_keys(np.array([7, 3, 9, 3, 7, 3])) == (2, 3, 3) and repeated_keys(unique) == (0, 0, None)
+    unique = _tally([1, 2, 4], [5, 9])
+    assert unique.first_missing([(1, 5), (7, 8)]) == 3
+    assert unique.first_missing([(7, 8), (0, 2)]) == 0  # ranges in any order
+    assert unique.first_missing([(1, 2), (4, 5)]) is None
+    assert unique.first_unexpected([(1, 5)]) == 9
+    assert unique.first_unexpected([(2, 9)]) == 1
+    assert repeated_keys(np.array([7, 3, 9, 3, 7, 3])) == (2, 3, 3)
+    assert repeated_keys_reason(unique) is None
     assert (
-        repeated_keys_reason(np.array([7, 3, 9, 3, 7, 3]))
+        repeated_keys_reason(_tally([7, 3, 9], [3, 7, 3]))
         == "2 keys repeated (3 surplus rows), the smallest 3"
     )
-    assert repeated_keys_reason(np.repeat(np.arange(990_000, 1_000_000), 100)) == (
+    assert repeated_keys_reason(_tally(*[np.arange(990_000, 1_000_000)] * 100)) == (
         "10,000 keys repeated (990,000 surplus rows), the smallest 990000"
     )  # the naive trap at wide: the last batch's file listed 100 times
+
+
+@pytest.mark.parametrize("base", [0, -5_000, 2**32 - 1_000, -(2**40), 2**62])
+def test_the_key_tally_answers_as_the_sorted_keys_do(base):
+    """Random keys with repeats, in several batches, near zero, negative and across a 2^32 border
+    (where one bitmap ends and the next begins): every count and first key as np.unique's."""
+    rng = np.random.default_rng(base & 0xFFFF)
+    for _ in range(60):
+        keys = base + rng.integers(0, 4_000, int(rng.integers(0, 3_000)))
+        tally = _tally(*np.array_split(keys, int(rng.integers(1, 7))))
+        unique = np.unique(keys)
+        low, ranges = base + int(rng.integers(-100, 500)), []
+        for _ in range(int(rng.integers(1, 4))):
+            high = low + int(rng.integers(0, 1_500))
+            ranges.append((low, high))
+            low = high + 1 + int(rng.integers(0, 300))
+        inside = [key for key in unique.tolist() if any(lo <= key <= hi for lo, hi in ranges)]
+        missing = [key for lo, hi in ranges for key in range(lo, hi + 1) if key not in set(inside)]
+        outside = [key for key in unique.tolist() if key not in set(inside)]
+        assert tally.distinct == len(unique) and (tally.numbers() == unique).all()
+        assert tally.count_in(ranges) == len(inside)
+        assert tally.first_missing(ranges) == min(missing, default=None)
+        assert tally.first_unexpected(ranges) == min(outside, default=None)
+        assert (tally.repeated, tally.surplus, tally.smallest_repeated()) == repeated_keys(keys)

@@ -20,11 +20,11 @@ from pyiceberg.table import Table
 
 from generators.checksum import row_hashes
 from generators.keys import GENERATED_KEYS, KeyScan, KeySpace, describe_values, key_nulls
-from generators.manifest import repeated_keys
 from generators.source import ParquetSource
 from harness.base.reasons import counted, some_names
-from harness.judge.readback import READ_BATCH_ROWS, TableContent, rows_with_key
-from harness.model import KeyRanges, RowSource
+from harness.judge.key_tally import KeyTally
+from harness.judge.readback import READ_BATCH_ROWS, TableContent, read_content, rows_with_key
+from harness.model import RowSource
 
 # A value as a reason quotes it: enough to tell two apart, short enough for one line.
 VALUE_CHARS = 24
@@ -61,6 +61,8 @@ def first_difference(
     few words; None when the rows agree key by key (then the checksum differs elsewhere, e.g. in
     rows without a key)."""
     expected, layers = _expected_hashes(sources, space)
+    if not content.keys_kept:  # the oracle's pass tallied the keys: a second read keeps them
+        content = read_content(table, keys=space, keep_keys=True)
     found = KeyedHashes.of(content.keys, content.row_hashes)
     key = _first_differing_key(expected, found)
     if key is None:
@@ -96,34 +98,13 @@ def key_name(table: Table, space: KeySpace, number: int) -> str:
     return "(a key of no set)"
 
 
-def repeated_keys_reason(keys: np.ndarray, name: Callable[[int], str] = str) -> str | None:
+def repeated_keys_reason(tally: KeyTally, name: Callable[[int], str] = str) -> str | None:
     """e.g. `10,000 keys repeated (990,000 surplus rows), the smallest 990000`; None: none is."""
-    distinct, surplus, smallest = repeated_keys(keys)
+    distinct, surplus, smallest = tally.repeated, tally.surplus, tally.smallest_repeated()
     if not distinct or smallest is None:
         return None
     surplus_rows = counted(surplus, "surplus row")
     return f"{counted(distinct, 'key')} repeated ({surplus_rows}), the smallest {name(smallest)}"
-
-
-def first_missing_key(unique: np.ndarray, ranges: KeyRanges) -> int | None:
-    """The smallest key of the inclusive `ranges` that the sorted distinct keys `unique` lack."""
-    candidates = []
-    for low, high in ranges:
-        present = unique[np.searchsorted(unique, low) : np.searchsorted(unique, high, "right")]
-        if len(present) == high - low + 1:
-            continue
-        gaps = np.flatnonzero(present != np.arange(low, low + len(present)))
-        candidates.append(low + int(gaps[0]) if len(gaps) else low + len(present))
-    return min(candidates, default=None)
-
-
-def first_unexpected_key(unique: np.ndarray, ranges: KeyRanges) -> int | None:
-    """The smallest of the sorted distinct keys `unique` in none of the inclusive `ranges`."""
-    expected = np.zeros(len(unique), bool)
-    for low, high in ranges:
-        expected[np.searchsorted(unique, low) : np.searchsorted(unique, high, "right")] = True
-    outside = np.flatnonzero(~expected)
-    return int(unique[outside[0]]) if len(outside) else None
 
 
 def _expected_hashes(sources: list[RowSource], space: KeySpace) -> tuple[KeyedHashes, np.ndarray]:

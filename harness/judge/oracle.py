@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 from pyiceberg.io.pyarrow import _ConvertToIcebergWithoutIDs, visit_pyarrow
 from pyiceberg.manifest import DataFileContent
@@ -40,8 +39,6 @@ from harness.base.table_files import TableFiles, list_files, table_files
 from harness.engines.verifiers import PRIMARY, Verifier, VerifierFailed, equality_delete_readers
 from harness.judge.difference import (
     first_difference,
-    first_missing_key,
-    first_unexpected_key,
     key_name,
     repeated_keys_reason,
 )
@@ -566,18 +563,18 @@ def failed_check(name: str, reason: str) -> Check:
 
 
 def _content_checks(table: Table, content: TableContent, expected: Expectation) -> list[Check]:
-    unique = content.unique_keys
-    duplicates = len(content.keys) - len(unique)
+    tally = content.tally
+    duplicates, distinct = tally.surplus, tally.distinct
     expected_count = sum(hi - lo + 1 for lo, hi in expected.key_ranges)
-    in_ranges = count_in_ranges(unique, expected.key_ranges)
-    key_set_ok = content.null_keys == 0 and in_ranges == expected_count == len(unique)
+    in_ranges = tally.count_in(expected.key_ranges)
+    key_set_ok = content.null_keys == 0 and in_ranges == expected_count == distinct
     checks = [
         Check.equal("row_count", expected.rows, content.rows),
         Check.holds(
             "keys_unique",
             duplicates == 0 and content.null_keys == 0,
             lambda: (
-                repeated_keys_reason(content.keys, partial(key_name, table, content.key_space))
+                repeated_keys_reason(tally, partial(key_name, table, content.key_space))
                 if duplicates
                 else f"{content.null_keys:,} null keys"
             ),
@@ -589,12 +586,12 @@ def _content_checks(table: Table, content: TableContent, expected: Expectation) 
             key_set_ok,
             lambda: _key_set_reason(table, content, expected, in_ranges, expected_count),
             expected=_key_ranges_in_brief(expected),
-            actual={"distinct": len(unique), "in_expected_ranges": in_ranges},
+            actual={"distinct": distinct, "in_expected_ranges": in_ranges},
         ),
         _content_checksum_check(table, content, expected),
     ]
     if expected.gone_key_ranges:
-        left = count_in_ranges(unique, expected.gone_key_ranges)
+        left = tally.count_in(expected.gone_key_ranges)
         checks.append(
             Check.equal(
                 "replaced_rows_gone", 0, left, f"{left:,} rows of the replaced set are still in the table"
@@ -625,14 +622,14 @@ def _key_set_reason(
 ) -> str:
     """How many expected keys are missing and unexpected keys present, each with its first key
     (found only now that the check has failed)."""
-    unique, ranges, space = content.unique_keys, expected.key_ranges, content.key_space
-    missing, unexpected = expected_count - in_ranges, len(unique) - in_ranges
+    tally, ranges, space = content.tally, expected.key_ranges, content.key_space
+    missing, unexpected = expected_count - in_ranges, tally.distinct - in_ranges
 
     def first(number: int | None) -> str:
         return f" (first {key_name(table, space, number)})" if number is not None else ""
 
-    first_missing = first(first_missing_key(unique, ranges)) if missing else ""
-    first_unexpected = first(first_unexpected_key(unique, ranges)) if unexpected else ""
+    first_missing = first(tally.first_missing(ranges)) if missing else ""
+    first_unexpected = first(tally.first_unexpected(ranges)) if unexpected else ""
     return (
         f"{counted(missing, 'expected key')} missing{first_missing}, "
         f"{counted(unexpected, 'unexpected key')}{first_unexpected}"
@@ -735,13 +732,4 @@ def _checksum_equal(expected: str, actual: str) -> Check:
         expected,
         actual,
         lambda: "expected {}, found {}".format(*differing_forms(expected, actual)),
-    )
-
-
-def count_in_ranges(sorted_keys: np.ndarray, ranges: KeyRanges) -> int:
-    return int(
-        sum(
-            np.searchsorted(sorted_keys, hi, "right") - np.searchsorted(sorted_keys, lo, "left")
-            for lo, hi in ranges
-        )
     )

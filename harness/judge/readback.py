@@ -57,6 +57,7 @@ from pyiceberg.types import IcebergType
 from generators.checksum import Checksum, RowHashes, absorb_columns, empty_row_states, finish_rows
 from generators.keys import GENERATED_KEYS, KeyScan, KeySpace, key_nulls
 from generators.source import row_group_batches
+from harness.judge.key_tally import KeyTally
 from harness.judge.nested import project_nested
 from harness.judge.physical import physical_problems
 from harness.judge.statistics import FileStats, footer_column_sizes, gather, primitive_columns
@@ -96,12 +97,14 @@ class TableContent:
 
     rows: int
     checksum: str
-    keys: np.ndarray  # each visible row's key number in `key_space` (generators/keys.py)
+    tally: KeyTally  # every visible row's key number in `key_space` (generators/keys.py), tallied
     null_keys: int
     key_space: KeySpace = GENERATED_KEYS  # the space the keys were numbered in, its index built
-    # Each visible row's hash (generators/checksum.py), beside its key in `keys`: what the checksum
-    # sums, kept (8 bytes a row) so a checksum that fails can be traced to its first differing key.
+    # Only when asked (read_content's keep_keys, once a checksum has failed: 16 bytes a row): each
+    # visible row's key number and hash (generators/checksum.py), to trace the first differing key.
+    keys: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     row_hashes: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))
+    keys_kept: bool = False
     files: list[FileFacts] = field(default_factory=list)
     manifests: int = 0
     # Live equality-delete files of the snapshot, not applied: rows, checksum and keys are the
@@ -122,17 +125,17 @@ class TableContent:
     def rows_in_files(self) -> int:
         return sum(facts.rows for facts in self.files)
 
-    @cached_property
-    def unique_keys(self) -> np.ndarray:
-        """The distinct keys, sorted (the content and concurrency checks both count ranges in them)."""
-        return np.unique(self.keys)
-
 
 def read_content(
-    table: Table, batch_rows: int = ORACLE_BATCH_ROWS, keys: KeySpace = GENERATED_KEYS
+    table: Table,
+    batch_rows: int = ORACLE_BATCH_ROWS,
+    keys: KeySpace = GENERATED_KEYS,
+    keep_keys: bool = False,
 ) -> TableContent:
     """One pass over the current snapshot: checksum, keys and file facts, a row group at a time,
-    each read a group of columns at a time (_column_batches).
+    each read a group of columns at a time (_column_batches). Its memory does not grow with the
+    rows: the checksum is summed and the keys tallied (key_tally.py) as each row group finishes;
+    `keep_keys` keeps each row's key and hash too (16 bytes a row), to trace a failed checksum.
 
     A reader thread decodes, single-threaded, while this one hashes and another gathers the
     statistics, at most PREFETCH_BATCHES behind (Arrow's decoding and the hash kernels release
@@ -148,7 +151,9 @@ def read_content(
     manifests = snapshot.manifests(table.io) if snapshot else []
     tasks, equality_deletes = planned_tasks(table, manifests)
     reading = _Clock(time.perf_counter() - started)
-    parts: list[_RowGroupContent] = []
+    checksum, tally, null_keys = Checksum(), KeyTally(), 0
+    rows = [0] * len(tasks)
+    kept: list[_RowGroupContent] = []
     hashing: _RowGroupHashing | None = None
     stats = [FileStats() for _ in tasks]
     columns = primitive_columns(table.metadata.schema())
@@ -161,20 +166,23 @@ def read_content(
                 statistics.submit(gather, stats[piece.unit.task], columns, piece.batch)
                 hashing.absorb(piece)
                 continue
-            parts.append(hashing.finish())
+            part = hashing.finish()
             hashing = None
-    checksum = Checksum()
-    rows = [0] * len(tasks)
-    for part in parts:
-        checksum.add_rows(part.hashes)
-        rows[part.unit.task] += part.unit.rows
+            checksum.add_rows(part.hashes)
+            rows[part.unit.task] += part.unit.rows
+            tally.add(part.keys)
+            null_keys += part.null_keys
+            if keep_keys:
+                kept.append(part)
     files = [FileFacts(task.file, rows[index], stats[index]) for index, task in enumerate(tasks)]
     return TableContent(
         rows=checksum.rows,
         checksum=checksum.hex,
-        keys=np.concatenate([part.keys for part in parts]) if parts else np.empty(0, np.int64),
-        null_keys=sum(part.null_keys for part in parts),
-        row_hashes=np.concatenate([part.keyed_hashes for part in parts]) if parts else np.empty(0, np.uint64),
+        tally=tally,
+        null_keys=null_keys,
+        keys=np.concatenate([part.keys for part in kept]) if kept else np.empty(0, np.int64),
+        row_hashes=np.concatenate([part.keyed_hashes for part in kept]) if kept else np.empty(0, np.uint64),
+        keys_kept=keep_keys,
         files=files,
         manifests=len(manifests),
         equality_delete_files=equality_deletes.count,

@@ -9,6 +9,7 @@ from harness.base.row_counts import row_count, rows_text, split_at_rows
 from harness.cli.main import main
 from harness.model import RunRecord, metric
 from harness.run.config import MatrixConfig
+from harness.run.runner import worker_timeout
 from reports.baseline import newest_results_folder
 from reports.report import write_report
 from reports.rows import COMMIT_S, rows_fits, rows_rows
@@ -137,3 +138,9 @@ def test_matrix_on_the_rows_axis_fits_and_plots_each_pair(capsys, settings):
     assert (folder / "plots" / "rows.png").stat().st_size > 10_000
     page = write_report(folder).markdown.read_text()
     assert "Rows axis: the points of each fit" in page and "tiny-20k" in page
+
+
+def test_a_workers_time_limit_grows_with_its_rows():
+    """Per million rows fed, never less than the setting: 10M rows of Spark get ten times 30 min."""
+    assert worker_timeout(1800, 10_000) == 1800 and worker_timeout(1800, 1_000_000) == 1800
+    assert worker_timeout(1800, 3_000_000) == 5400 and worker_timeout(0.5, 10_000_000) == 5.0

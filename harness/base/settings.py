@@ -93,7 +93,13 @@ class Settings(BaseSettings):
         400, gt=10, le=1_000_000, description="samples kept per run after downsampling"
     )
     keep_warehouse: bool = Field(False, description="keep each run's warehouse for inspection")
-    worker_timeout_s: float = Field(1800.0, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
+    worker_timeout_s: float = Field(
+        1800.0,
+        gt=0,
+        le=MAX_TIMEOUT_S,
+        allow_inf_nan=False,
+        description="a worker's time limit per million rows it is fed (never less than this)",
+    )
     # Options of the plug-ins' engines, validated against the plug-ins' option models by their users.
     engines: EngineTables = Field(
         {}, description="options per engine, e.g. {spark = {master = ...}} ([engines.<engine>] tables)"

@@ -116,6 +116,7 @@ class WorkerRun:
     folder: Path
     python: Path | None = None  # another environment's interpreter; None: this one
     program: list[str] | None = None  # a worker in another language (Writer.worker_command)
+    rows: int = 0  # the rows it is fed (its time limit grows with them: worker_timeout)
     launched: Launch | None = None
     result: WorkerResult | None = None
     executors: list[ExecutorFigures] = field(default_factory=list)  # as their cgroups measured them
@@ -573,7 +574,9 @@ class Runner:
                 progress_path=folder / "worker.progress",
                 **scenario.spec_fields(feed, folder, work),
             )
-            workers.append(WorkerRun(feed, spec, folder, python, program))
+            rows = plan.sets[feed.source_set].manifest.rows
+            rows = min(rows, plan.limit_rows) if plan.limit_rows is not None else rows
+            workers.append(WorkerRun(feed, spec, folder, python, program, rows))
         return workers
 
     def _program(self, writer: type[Writer]) -> list[str] | None:
@@ -612,6 +615,7 @@ class Runner:
         scratch = work / SCRATCH_FOLDER
         variables = {"TMPDIR": str(scratch), **self.worker_variables, **writer_file_variables()}
         limits = self._limits(worker_arguments(self.settings.profile, work), variables)
+        limits["timeout_s"] = worker_timeout(self.settings.worker_timeout_s, worker.rows)
         try:
             scratch.mkdir(exist_ok=True)
             with self._capped(cap_bytes) as cap, self._executors_capped(cap_bytes) as executors:
@@ -726,7 +730,7 @@ class Runner:
             result,
             worker.log,
             isolation=self.isolation if plan.cap_bytes else "none",
-            timeout_s=self.settings.worker_timeout_s,
+            timeout_s=worker_timeout(self.settings.worker_timeout_s, worker.rows),
             consumes_batches=writer.consumes_batches,
             fed=read_progress(worker.spec.progress_path) if worker.spec.progress_path else None,
             oom_after_feed_cause=self._known_cause(writer, result),
@@ -894,6 +898,17 @@ def build_record(
         verifier_peak_rss_bytes=judgement.verifier_peak_rss_bytes,
         workers=outcomes if len(outcomes) > 1 else [],
     )
+
+
+# The rows a worker's time limit (worker_timeout_s) is for: a worker fed more gets as much more.
+TIMEOUT_ROWS = 1_000_000
+
+
+def worker_timeout(timeout_s: float, rows: int) -> float:
+    """The time limit of a worker fed `rows`: `timeout_s` per million rows, never less than it (a
+    fixed 30 minutes timed Spark out at 3M rows of `wide` on a loaded machine: the harness's limit,
+    recorded as the writer's error)."""
+    return timeout_s * max(1.0, rows / TIMEOUT_ROWS)
 
 
 def local_source(spec: WorkerSpec) -> list[Path]:

@@ -31,11 +31,12 @@ def main() -> None:
     for folder in args.sets:
         manifest = DatasetManifest.load(folder)
         files = [Path(path) for path in manifest.file_paths(folder)]
-        uri, warehouse = table_of(args.root.resolve(), folder.name.replace("-", "_"), files)
+        name = f"{folder.parent.name}/{folder.name}"
+        uri, warehouse = table_of(args.root.resolve(), name.replace("-", "_").replace("/", "_"), files)
         done = subprocess.run(
             [sys.executable, "-c", READ_BACK, uri, warehouse], capture_output=True, text=True, check=True
         )
-        print(json.dumps({"set": f"{folder.parent.name}/{folder.name}", **json.loads(done.stdout)}), flush=True)
+        print(json.dumps({"set": name, **json.loads(done.stdout)}), flush=True)
 
 
 if __name__ == "__main__":

@@ -75,6 +75,7 @@ def test_a_ray_cluster_of_nodes_caps_each_node_and_records_its_peak(runner, tiny
 
 
 @needs_cgroups
+@pytest.mark.slow  # a cluster's start more: beyond `make test`'s tier (Spark's executor OOM is in it)
 def test_a_ray_node_over_its_cap_is_the_runs_oom_naming_the_node(runner, tiny_sets):
     """A node whose raylet, GCS and workers need more than its 150 MiB: the kernel kills inside its
     cgroup, and the run is `oom`, naming the node, not an error of the writer."""

@@ -701,10 +701,12 @@ class Runner:
             result_path=work / "scan-result.json",
         )
         spec_path, log = work / "scan-spec.json", work / "scan.log"
+        limits = self._limits(SCAN_PROGRAM, {})
+        limits["timeout_s"] = worker_timeout(self.settings.worker_timeout_s, expected.rows)
         try:
             spec_path.write_text(spec.model_dump_json(indent=2))
             with self._capped(plan.cap_bytes) as cap:
-                launched = launch_worker(cap, spec_path, log, **self._limits(SCAN_PROGRAM, {}))
+                launched = launch_worker(cap, spec_path, log, **limits)
         except OSError as exc:  # a full disk: the harness's limit, the verdict already stands
             return {"scan_error": f"the harness could not run the scans: {one_line(exc)}"}
         return scan_figures(
@@ -712,7 +714,7 @@ class Runner:
             read_report(spec.result_path, ScanReport),
             log,
             isolation=self.isolation if plan.cap_bytes else "none",
-            timeout_s=self.settings.worker_timeout_s,
+            timeout_s=limits["timeout_s"],
         )
 
     def _end(self, scenario: Scenario, writer: Engine, plan: RunPlan, worker: WorkerRun) -> WorkerEnd:

@@ -193,11 +193,11 @@ def ray_nodes(count: int, object_store: int | None, scratch: Path) -> Iterator[s
         common.append(f"--object-store-memory={object_store}")
     head = [ray, "start", "--head", f"--port={port}", "--include-dashboard=false", f"--temp-dir={scratch}"]
     nodes: list[subprocess.Popen[bytes]] = []
-    log = (scratch.parent / f"{scratch.name}-nodes.log").open("ab")
     try:
         for index in range(count):
             command = [*head, *common] if index == 0 else [ray, "start", f"--address={host}:{port}", *common]
-            nodes.append(subprocess.Popen(self_capped(f"ray-node-{index}", command), stdout=log, stderr=log))
+            # their output joins the worker's log
+            nodes.append(subprocess.Popen(self_capped(f"ray-node-{index}", command)))
             if index == 0:
                 _wait_for_head(nodes[0], host, port)
         yield f"{host}:{port}"
@@ -208,7 +208,6 @@ def ray_nodes(count: int, object_store: int | None, scratch: Path) -> Iterator[s
                     with contextlib.suppress(psutil.NoSuchProcess):
                         process.kill()
             node.wait()
-        log.close()
 
 
 def gcs_port() -> int:

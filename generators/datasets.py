@@ -20,7 +20,7 @@ from generators.checksum import CHECKSUM_VERSION
 from generators.events import generate_events
 from generators.faults import DAMAGES, Damage, damaged_copy, intact_files
 from generators.manifest import MANIFEST_FILE, DatasetManifest, ManifestError
-from generators.place import Place, exists, on_s3
+from generators.place import Place, on_s3, require_set_folder
 from generators.presets import Preset
 from generators.wide import GENERATION, generate_base
 from harness.base.errors import IcebenchError, SourceError, close_match, first_line, one_line, warn
@@ -261,11 +261,7 @@ def _same_file(descriptor: int, path: Path) -> bool:
 def data_set(directory: Place) -> DataSet:
     """A user-given set (`--source`, `--base`): must be a generated set with its manifest (on S3
     too: every file's CRC-32 is read there)."""
-    if on_s3(directory):
-        if not exists(directory):
-            raise SourceError(f"source {directory} does not exist")
-    elif not Path(directory).is_dir():
-        raise SourceError(f"source {directory} does not exist or is not a folder")
+    require_set_folder(directory)
     try:
         manifest = DatasetManifest.load(directory).require_checksum_version(directory, CHECKSUM_VERSION)
     except ManifestError as exc:

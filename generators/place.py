@@ -14,7 +14,7 @@ from types import TracebackType
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
-from harness.base.errors import SourceError
+from harness.base.errors import SourceError, first_line
 from harness.base.settings import SOURCES_ENDPOINT_VARIABLE
 
 S3_SCHEME = "s3://"
@@ -78,7 +78,16 @@ def exists(place: Place) -> bool:
     try:
         return found.get_file_info(path).type != pafs.FileType.NotFound
     except OSError as exc:
-        raise SourceError(f"{place}: the object store did not answer ({first_words(exc)})") from None
+        raise SourceError(f"{place}: the object store did not answer ({first_line(exc)[:200]})") from None
+
+
+def require_set_folder(place: Place) -> None:
+    """A set's place exists: an S3 prefix with objects under it, or a local folder."""
+    if on_s3(place):
+        if not exists(place):
+            raise SourceError(f"source {place} does not exist")
+    elif not Path(place).is_dir():
+        raise SourceError(f"source {place} does not exist or is not a folder")
 
 
 def read_bytes(place: Place) -> bytes:
@@ -93,20 +102,11 @@ def write_bytes(place: Place, content: bytes) -> None:
         stream.write(content)
 
 
-def size_of(place: Place) -> int:
-    found, path = filesystem(place)
-    return found.get_file_info(path).size or 0
-
-
 def empty_folder(place: Place) -> None:
     """The prefix emptied (created where a bucket or folder is missing)."""
     found, path = filesystem(place)
     found.create_dir(path)
     found.delete_dir_contents(path, missing_dir_ok=True)
-
-
-def first_words(exc: BaseException) -> str:
-    return (str(exc).splitlines() or [type(exc).__name__])[0][:200]
 
 
 class CrcOutput:

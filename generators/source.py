@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from generators.manifest import DatasetManifest, ManifestError
-from generators.place import Place, child, exists, on_s3, parquet_file
+from generators.place import Place, child, on_s3, parquet_file, require_set_folder
 from harness.base.errors import SourceError, first_line
 
 
@@ -27,11 +26,7 @@ class ParquetSource:
     @classmethod
     def open(cls, directory: Place, batch_rows: int, limit_rows: int | None = None) -> ParquetSource:
         """Checks the folder, its manifest and every file's footer and schema before any write."""
-        if on_s3(directory):
-            if not exists(str(directory)):
-                raise SourceError(f"source {directory} does not exist")
-        elif not Path(directory).is_dir():
-            raise SourceError(f"source {directory} does not exist or is not a folder")
+        require_set_folder(directory)
         try:
             manifest = DatasetManifest.load(directory)
         except ManifestError as exc:

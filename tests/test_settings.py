@@ -1,7 +1,7 @@
 import pytest
 
 from harness.base.errors import IcebenchError
-from harness.base.settings import Settings, check_environment, load_settings
+from harness.base.settings import SOURCES_ENDPOINT_VARIABLE, Settings, check_environment, load_settings
 from harness.cli.main import main
 from harness.engines.spark import SparkOptions
 
@@ -121,3 +121,10 @@ def test_the_engines_own_variables_are_known_and_their_typos_are_not(capsys, mon
     check_environment()
     monkeypatch.setenv("ICEBENCH_SPARK_MASTR", "local[2]")
     assert "did you mean ICEBENCH_SPARK_MASTER?" in run_error(capsys)
+
+
+def test_a_command_started_while_a_stack_runs_accepts_the_variables_it_set(monkeypatch):
+    """local-services sets the sets' S3 endpoint for its children (CI of 2026-12-06: a command run
+    in a module whose stack was up failed on it as an unknown setting)."""
+    monkeypatch.setenv(SOURCES_ENDPOINT_VARIABLE, "http://127.0.0.1:1")
+    check_environment()

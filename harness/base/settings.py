@@ -24,6 +24,10 @@ BOX_ENV = "ICEBENCH_HARNESS_BOX"  # set inside the --harness-memory box: the com
 WRITER_FILES_ENV = "ICEBENCH_WRITER_FILES"  # --writer-file's references, to every process of the run
 DEFAULT_CONFIG = Path("icebench.toml")
 ENV_PREFIX = "ICEBENCH_"
+# The S3 endpoint of sets on S3 (`--source s3://...`, `generate --out s3://...`), set by the stack
+# that has one: its object store itself, not its request counter (the source is not the table's
+# traffic). Empty: the AWS default endpoint. Unset: no stack with an object store runs.
+SOURCES_ENDPOINT_VARIABLE = "ICEBENCH_SOURCES_S3_ENDPOINT"
 # ICEBENCH_* variables that are not settings: the config file's path, the harness box, the writer files, the
 # test suite's switch, the build cache, the Rust worker's profile, what compose/'s scripts and services read.
 OTHER_VARIABLES = frozenset(
@@ -32,6 +36,7 @@ OTHER_VARIABLES = frozenset(
         BOX_ENV,
         WRITER_FILES_ENV,
         PARENT_ENV,
+        SOURCES_ENDPOINT_VARIABLE,  # set while a stack runs: a command started inside it must not fail
         "ICEBENCH_REQUIRE_DOCKER",
         "ICEBENCH_CACHE",
         "ICEBENCH_RUST_PROFILE",  # the Rust worker's cargo profile (harness/services/rust_worker.py)
@@ -48,11 +53,6 @@ Options = TypeVar("Options", bound=EngineOptions)
 MAX_TIMEOUT_S = 7 * 86_400  # a week; threading's timers refuse far larger (and inf, nan)
 MAX_BATCH_ROWS = 2**31 - 1
 
-
-# The S3 endpoint of sets on S3 (`--source s3://...`, `generate --out s3://...`), set by the stack
-# that has one: its object store itself, not its request counter (the source is not the table's
-# traffic). Empty: the AWS default endpoint. Unset: no stack with an object store runs.
-SOURCES_ENDPOINT_VARIABLE = "ICEBENCH_SOURCES_S3_ENDPOINT"
 
 
 class Settings(BaseSettings):

@@ -224,6 +224,18 @@ class DataCache:
         assert block is not None, name
         return of, self.seed + block + 2
 
+    def missing(self, preset: Preset, names: Iterable[str]) -> list[str]:
+        """The sets of `names` and those they derive from that are not in the cache (a quick look
+        at their manifests, not the check `ensure` makes)."""
+        wanted = set(names)
+        for name in list(wanted):
+            wanted.update(dependencies(name))
+        return [
+            name
+            for name in sorted(wanted, key=generation_order)
+            if not (self._set_folder(preset, name) / MANIFEST_FILE).exists()
+        ]
+
     def _set_folder(self, preset: Preset, name: str) -> Path:
         if "changes" in name:  # change sets also depend on the ratios
             name = f"{name}-u{self.update_ratio:g}-i{self.insert_ratio:g}"

@@ -23,6 +23,7 @@ from pyiceberg.types import DoubleType, IntegerType, LongType, StringType
 from test_oracle_checks import _append_table, _judge, locations_path
 
 from harness.judge.oracle import capture_state
+from harness.judge.readback import read_content
 from harness.judge.statistics import ColumnStats, _decimal_bounds, _fold, bound_holds
 from scenarios.base import DataSets, _place_file, register_set
 
@@ -45,10 +46,15 @@ def _column(table: Table, suffix: str) -> tuple[str, int]:
 
 
 def _judge_damaged_entry(
-    tiny_sets: DataSets, tmp_path: Path, damage: Damage, alter: Callable[[Table], None] | None = None
+    tiny_sets: DataSets,
+    tmp_path: Path,
+    damage: Damage,
+    alter: Callable[[Table], None] | None = None,
+    damaged: slice = slice(1),
 ) -> tuple[Table, object, dict]:
     """The base set added with its first file's manifest entry damaged (as a writer bug would
-    write it); the files themselves intact. `alter` changes the table before the operation."""
+    write it; `damaged`: those files' entries); the files themselves intact. `alter` changes the
+    table before the operation."""
     table, scenario = _append_table(tmp_path, tiny_sets)
     base = tiny_sets["base"]
     data_files = []
@@ -56,7 +62,8 @@ def _judge_damaged_entry(
         target = table.location_provider().new_data_location(f"stats-{entry.name}")
         _place_file(base.directory / entry.name, target, table)
         data_files.append(parquet_file_to_data_file(table.io, table.metadata, target))
-    damage(table, data_files[0])
+    for data_file in data_files[damaged]:
+        damage(table, data_file)
     if alter is not None:
         alter(table)
         table = table.refresh()
@@ -93,6 +100,24 @@ def test_a_halved_upper_bound_of_a_value_column_fails_manifest_stats_true_alone(
         len(table.scan(row_filter=above).to_arrow())
         < pc.sum(pc.greater(full[halved["name"]], halved["bound"])).as_py()
     )
+
+
+def test_every_file_is_held_to_its_entry_as_its_read_ends_then_its_claims_are_let_go(tiny_sets, tmp_path):
+    """Each file's statistics are checked once its read ends, the last file's too, and its entry's
+    column statistics are then let go (~290 KiB a file at 400 columns, which the oracle held until
+    the end of the read); an unpartitioned table keeps no column's bounds."""
+
+    def tighten(table: Table, data_file: DataFile) -> None:
+        _, field_id = _column(table, "_int64")
+        high = from_bytes(LongType(), data_file.upper_bounds[field_id])
+        data_file._data[_UPPER_BOUNDS] = {**data_file.upper_bounds, field_id: to_bytes(LongType(), high // 2)}
+
+    table, verdict, checks = _judge_damaged_entry(tiny_sets, tmp_path, tighten, damaged=slice(None))
+    _only_failed(verdict, checks, "manifest_stats_true")
+    assert checks["manifest_stats_true"].actual == "2 files whose stats do not"
+    content = read_content(table)
+    assert len(content.files) == 2 and all(facts.stats_problems for facts in content.files)
+    assert all(facts.listed.upper_bounds is None and not facts.stats.columns for facts in content.files)
 
 
 def test_looser_bounds_are_legal_and_pass(tiny_sets, tmp_path):

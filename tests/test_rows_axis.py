@@ -140,6 +140,26 @@ def test_matrix_on_the_rows_axis_fits_and_plots_each_pair(capsys, settings):
     assert "Rows axis: the points of each fit" in page and "tiny-20k" in page
 
 
+@pytest.mark.usefixtures("cli_settings")
+def test_a_point_the_disk_cannot_hold_stops_the_axis_before_it_is_generated(capsys, settings):
+    """1B rows of tiny's shape need ~170 GB for the set alone (10k rows took 1.7 MB): the matrix
+    stops before making it, with one line of what it needs (scaled from the point before, the
+    largest table's writer named) and the point before kept, reported."""
+    code = main(
+        ["matrix", "--preset", "tiny", "--rows", "10k,1B", "--scenarios", "append",
+         "--writers", "pyiceberg-add-files", "--memory", "1g", "--report"]
+    )  # fmt: skip
+    assert code == 2
+    captured = capsys.readouterr()
+    [error] = [line for line in captured.err.splitlines() if line.startswith("icebench: error:")]
+    assert error.startswith("icebench: error: rows point tiny-1B needs about "), error
+    assert "for its base set + " in error and "for pyiceberg-add-files's table, scaled from tiny)" in error
+    assert "free: free space, or leave the point out of --rows" in error
+    folder = newest_results_folder(settings.results_dir)
+    assert [(r.preset, r.status) for r in read_runs(folder)] == [("tiny", "ok")]
+    assert (folder / "report.md").exists() and not list(settings.data_dir.glob("tiny-1B-*"))
+
+
 def test_a_workers_time_limit_grows_with_its_rows():
     """Per million rows fed, never less than the setting: 10M rows of Spark get ten times 30 min."""
     assert worker_timeout(1800, 10_000) == 1800 and worker_timeout(1800, 1_000_000) == 1800

@@ -7,6 +7,7 @@ import traceback
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -29,6 +30,15 @@ class IcebenchWarning(UserWarning):
 def warn(message: str) -> None:
     """Only the CLI prints: the layers below hand it their warnings this way."""
     warnings.warn(message, IcebenchWarning, stacklevel=2)
+
+
+class WorkloadStopped(IcebenchError):
+    """A workload stopped short by the harness's own limit (no room for its next point): what ran
+    is reported as usual, then this one line and the non-zero exit."""
+
+    def __init__(self, message: str, records: list[Any]) -> None:
+        super().__init__(message)
+        self.records = records  # the RunRecords of what ran
 
 
 class SourceError(IcebenchError):

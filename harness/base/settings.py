@@ -54,7 +54,6 @@ MAX_TIMEOUT_S = 7 * 86_400  # a week; threading's timers refuse far larger (and 
 MAX_BATCH_ROWS = 2**31 - 1
 
 
-
 class Settings(BaseSettings):
     """Everything a run may be tuned with; one object, passed down explicitly."""
 

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.base.caps import format_size, resolve_isolation
-from harness.base.errors import IcebenchError
+from harness.base.errors import IcebenchError, WorkloadStopped
 from harness.base.ownership import owned
 from harness.base.results import ResultsStore, environment
 from harness.base.settings import Settings, check_engines
@@ -97,12 +97,18 @@ def run_workload(
         f"icebench {command}: {what}, cap {format_size(settings.memory)} "
         f"({resolve_isolation(settings.isolation)}), stack {settings.stack}"
     )
+    stopped: WorkloadStopped | None = None
     with session(settings, keep_sources) as (store, stack):
-        records = workload(store, stack, RichEvents())
+        try:
+            records = workload(store, stack, RichEvents())
+        except WorkloadStopped as short:
+            records, stopped = short.records, short
     print_results(records, title=f"icebench {command} {store.run_id}")
     output.console.print(f"results: {store.runs_path}")
     if report:
         print_report(write_report(store.folder))
+    if stopped is not None:
+        raise stopped
     return records
 
 

@@ -55,7 +55,6 @@ from harness.judge.physical import PHYSICAL_CHECK
 from harness.judge.readback import TableContent, read_content
 from harness.judge.reference import REFERENCE
 from harness.judge.scan_cost import full_scan_figures
-from harness.judge.statistics import primitive_columns, stats_problems
 from harness.model import PLAIN_LAYOUT, Check, EngineOptions, Expectation, KeyRanges, TableLayout, Verdict
 
 OPERATION_COMPLETED = "operation_completed"
@@ -197,7 +196,7 @@ def judge(
     checks.append(partition_check(table, content))
     if expected_schema is not None:
         checks.append(schema_check(table, expected_schema, content))
-    checks.append(manifest_stats_check(content, table.schema()))
+    checks.append(manifest_stats_check(content))
     checks.append(
         Check.holds(
             PHYSICAL_CHECK,
@@ -381,27 +380,22 @@ def _nulls_in_required(schema: Schema, content: TableContent) -> list[str]:
     for column in schema.fields:
         if not column.required:
             continue
-        nulls = sum(
-            found.nulls
-            for facts in content.files
-            if (found := facts.stats.columns.get(column.field_id)) is not None
-        )
-        if nulls:
+        if nulls := content.nulls[column.field_id]:
             problems.append(f"required column {column.name} holds {counted(nulls, 'null')}")
     return problems
 
 
-def manifest_stats_check(content: TableContent, schema: Schema) -> Check:
+def manifest_stats_check(content: TableContent) -> Check:
     """Each live data file's manifest entry against what the file holds: record_count, and per
     column (by field id) value, null and NaN counts, column sizes and bounds
     (harness/judge/statistics.py): a scan that prunes by lying statistics skips rows a full read
-    still finds. Every file is checked, from facts gathered during the read; absent statistics
-    prune nothing and pass."""
-    columns = primitive_columns(schema)
-    lies = []
-    for facts in content.files:
-        if problems := stats_problems(facts.listed, facts.stats, facts.rows, columns):
-            lies.append(f"{short_path(facts.path)}: {first_few(problems)}")
+    still finds. Every file is checked as its read ends (readback.py); absent statistics prune
+    nothing and pass."""
+    lies = [
+        f"{short_path(facts.path)}: {first_few(facts.stats_problems)}"
+        for facts in content.files
+        if facts.stats_problems
+    ]
     return Check.holds(
         "manifest_stats_true",
         not lies,

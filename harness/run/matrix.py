@@ -14,12 +14,13 @@ from generators.presets import get_preset
 from generators.schema import wide_schema
 from generators.source import ParquetSource
 from generators.your_changes import YOUR_SETS, sets_of_yours
-from harness.base.errors import IcebenchError, warn
+from harness.base.errors import IcebenchError, WorkloadStopped, warn
 from harness.base.layout import check_layout
 from harness.base.results import ResultsStore
 from harness.base.settings import Settings
 from harness.model import RunRecord, TableLayout
 from harness.run.config import MatrixConfig
+from harness.run.disk_room import point_needs, require_room
 from harness.run.events import MatrixEvents
 from harness.run.find_cap import find_caps
 from harness.run.plugins import default_scenarios, writer_libraries
@@ -109,8 +110,12 @@ def run_matrix(
         )
     ]
     labels = ", ".join(runner.variant.label for runner in runners if runner.variant is not None)
+    earlier: tuple[str, DataSets] | None = None  # the point before, on a rows axis
     for preset in ["custom"] if your_sets is not None else config.presets:
+        if earlier is not None:
+            _require_room(settings, store, stack, preset, needed, earlier, records)
         sets = your_sets if your_sets is not None else prepare_data(settings, preset, needed, events)
+        earlier = (preset, sets)
         check_layouts(layouts, config.scenarios, sets)
         plans = [  # whole rounds one after the other, so slow spells spread over every pair
             RunPlan(scenario, writer, preset, sets, settings.batch_rows, cap, repeat=repeat, layout=layout)
@@ -148,6 +153,30 @@ def run_matrix(
             for index, runner in enumerate(runners):
                 records += find_caps(runner, plans, ran[index], caps[-1], events)
     return records
+
+
+def _require_room(
+    settings: Settings,
+    store: ResultsStore,
+    stack: Stack,
+    preset: str,
+    needed: list[str],
+    earlier: tuple[str, DataSets],
+    records: list[RunRecord],
+) -> None:
+    """Before a rows axis' next point (wide's shape again, at more rows): room for its sets and
+    its largest table, as the point before measured them (harness/run/disk_room.py)."""
+    point, (before, sets) = get_preset(preset), earlier
+    if (point.shape, point.columns) != (get_preset(before).shape, get_preset(before).columns):
+        return  # not a rows axis: nothing measured scales to it
+    cache = DataCache(settings.data_dir, settings.seed, settings.update_ratio, settings.insert_ratio)
+    tables = None if stack.name == "external" else store.folder  # external: the tables are elsewhere
+    measured = [record for record in records if record.preset == before]
+    needs = point_needs(point.rows, sets, cache.missing(point, needed), measured, cache.folder(point), tables)
+    try:
+        require_room(preset, needs, measured_at=before)
+    except IcebenchError as exc:
+        raise WorkloadStopped(str(exc), records) from None
 
 
 def _calibrate(store: ResultsStore) -> None:

@@ -108,6 +108,20 @@ def run_error(capsys, *args: str) -> str:
             "[engines.spark]\nexecutor_memory = '2g'\n",
             "executor_memory caps the executors of standalone[N] only, and master is local[*]",
         ),
+        *(
+            (f"[engines.ray]\nnodes = {v}\n", f"[engines.ray]: option nodes: {said}")
+            for v, said in (
+                ("0", "Input should be greater than or equal to 1"),
+                ("9", "Input should be less than or equal to 8"),
+                ("'two'", "Input should be a valid integer"),
+                ("1.5", "Input should be a valid integer"),
+            )
+        ),
+        *(
+            (f"[engines.ray]\nnodes = 2\nnode_memory = {v}\n", "option node_memory")
+            for v in ("'0'", "-1", "'nan'", "''", f"'{'9' * 40}g'")
+        ),
+        ("[engines.ray]\nnode_memory = '2g'\n", "node_memory caps the nodes of a cluster of `nodes` only"),
     ],
 )
 def test_engine_tables_and_options_nobody_takes_are_one_line(capsys, tmp_path, text, culprit):

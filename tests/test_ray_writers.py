@@ -1,13 +1,22 @@
 """The Ray writers (their own environment: ray 2.60): each starts a local Ray cluster inside its
 capped worker and is judged by the oracle like any other writer."""
 
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from harness.base.caps import cgroup_parent
+from harness.engines.ray_metrics import NodeMemory, _Node, node_rss_bytes
 from harness.engines.writers import get_writer
-from harness.engines.writers.ray_data import RayOptions
+from harness.engines.writers.ray_data import RAY_NODES_ADDRESS, RAY_VERSION, RayOptions, gcs_port
 from harness.run.runner import Runner, RunPlan
-from harness.services.envs import pinned_versions
+from harness.services.envs import pinned_versions, requirements_env
 
 needs_cgroups = pytest.mark.skipif(
     cgroup_parent() is None, reason="needs a writable cgroup v1 memory controller"
@@ -92,3 +101,75 @@ def test_a_ray_node_over_its_cap_is_the_runs_oom_naming_the_node(runner, tiny_se
 def test_node_memory_without_nodes_is_refused():
     with pytest.raises(ValueError, match="node_memory caps the nodes of a cluster of `nodes` only"):
         RayOptions(node_memory="1g")
+
+
+def test_address_and_nodes_together_are_refused():
+    with pytest.raises(ValueError, match="address joins a cluster icebench did not start, nodes starts one"):
+        RayOptions(address="10.0.0.1:6379", nodes=2)
+
+
+# Two of the series a node's metrics agent serves (ray 2.60, labels cut), and one of another metric.
+METRICS_PAGE = """\
+# HELP ray_component_rss_bytes RSS usage of all components on the node.
+# TYPE ray_component_rss_bytes gauge
+ray_component_rss_bytes{Component="raylet",Version="2.60.0",ip="127.0.0.2",pid="1"} 5.24288e+07
+ray_component_rss_bytes{Component="ray::IDLE",Version="2.60.0",ip="127.0.0.2",pid="2"} 1.048576e+08
+ray_component_rss_mb{Component="raylet",Version="2.60.0",ip="127.0.0.2",pid="1"} 50.0
+"""
+
+
+def test_a_nodes_memory_is_the_summed_rss_of_its_ray_processes():
+    assert node_rss_bytes(METRICS_PAGE) == 150 * 2**20
+    assert node_rss_bytes("# no series\n") == 0
+
+
+def test_a_node_whose_metrics_never_answered_says_why_and_has_no_figure():
+    memory = NodeMemory(
+        {"a": _Node("10.0.0.1:8080", peak_rss_bytes=7), "b": _Node("10.0.0.2:8080", unread="refused")}
+    )
+    measured, unread = memory.figures()
+    assert (measured.name, measured.source, measured.peak_rss_bytes, measured.unmeasured) == (
+        "ray node 0",
+        "ray-metrics",
+        7,
+        None,
+    )
+    assert unread.peak_rss_bytes is None and unread.unmeasured == "its metrics did not answer (refused)"
+
+
+@pytest.mark.slow  # ray[default]'s environment and a cluster's start: beyond `make test`'s tier
+def test_a_ray_cluster_icebench_did_not_start_is_joined_and_its_nodes_memory_read_from_rays_metrics(
+    runner, tiny_sets, settings, tmp_path, monkeypatch
+):
+    """`[engines.ray] address`: a head node started outside icebench (from `ray[default]`, whose
+    metrics agent serves each process's rss), the driver joins it; the node's peak comes from those
+    metrics, sampled, and the record says so (`ray-metrics`); nothing of the cluster is capped."""
+    python = requirements_env([f"ray[default]=={RAY_VERSION}"], settings.data_dir.parent / "envs")
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")  # the head's and the driver's: its GCS takes any address
+    monkeypatch.setenv("RAY_AUTH_TOKEN", secrets.token_hex(32))
+    port, metrics = gcs_port(), gcs_port()
+    scratch = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # a unix socket's path stays short
+    head = subprocess.Popen(
+        [str(python.parent / "ray"), "start", "--head", f"--port={port}",
+         f"--node-ip-address={RAY_NODES_ADDRESS}", f"--metrics-export-port={metrics}",
+         "--include-dashboard=false", "--num-cpus=2", f"--temp-dir={scratch}", "--disable-usage-stats",
+         "--block"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        runner = with_ray_options(runner, datasource_v2=False, address=f"{RAY_NODES_ADDRESS}:{port}")
+        record = runner.run(tiny("append", "ray-data", tiny_sets))
+    finally:
+        os.killpg(head.pid, signal.SIGKILL)
+        head.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
+    assert record.status == "ok", record.error
+    assert record.verdict.passed, record.verdict.failed
+    [node] = record.executors
+    assert (node.name, node.host, node.source) == (
+        "ray node 0",
+        f"{RAY_NODES_ADDRESS}:{metrics}",
+        "ray-metrics",
+    )
+    assert node.peak_rss_bytes and node.peak_rss_bytes > 50 * 2**20 and node.unmeasured is None
+    assert node.cap_bytes is None and node.peak_memory_bytes is None

@@ -122,6 +122,8 @@ def run_error(capsys, *args: str) -> str:
             for v in ("'0'", "-1", "'nan'", "''", f"'{'9' * 40}g'")
         ),
         ("[engines.ray]\nnode_memory = '2g'\n", "node_memory caps the nodes of a cluster of `nodes` only"),
+        ("[engines.ray]\naddress = ''\n", "[engines.ray]: option address: String should have at least 1"),
+        ("[engines.ray]\naddress = 'h:6379'\nnodes = 2\n", "address joins a cluster icebench did not start"),
     ],
 )
 def test_engine_tables_and_options_nobody_takes_are_one_line(capsys, tmp_path, text, culprit):

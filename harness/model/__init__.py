@@ -239,14 +239,16 @@ class WorkerSpec(BaseModel):
     rendezvous: Rendezvous | None = None  # concurrent scenarios: wait for the other workers first
 
 
-ExecutorSource = Literal["cgroup", "spark-rest-api"]
+ExecutorSource = Literal["cgroup", "spark-rest-api", "ray-metrics"]
 
 
 class ExecutorFigures(BaseModel):
     """One executor of a cluster the driver ran on, by what measured it: `cgroup`, its own capped
     cgroup on a cluster icebench started (its kernel peak, sampled rss, OOM kills), or
     `spark-rest-api`, the driver's /applications/{id}/allexecutors on a cluster it did not start
-    (peakMemoryMetrics: the process tree's rss and the JVM's heap, as the executor last reported)."""
+    (peakMemoryMetrics: the process tree's rss and the JVM's heap, as the executor last reported),
+    or `ray-metrics`, a node of a Ray cluster it did not start (the summed rss of the node's Ray
+    processes as its metrics agent served them, sampled: harness/engines/ray_metrics.py)."""
 
     name: str  # "executor 0": Spark's executor id
     host: str | None = None  # where it ran (host:port)
@@ -256,6 +258,7 @@ class ExecutorFigures(BaseModel):
     peak_rss_bytes: int | None = None
     peak_heap_bytes: int | None = None  # Spark's JVMHeapMemory peak
     oom_kills: int = 0
+    unmeasured: str | None = None  # why no figure came (a node whose metrics did not answer)
 
 
 class WorkerResult(BaseModel):
@@ -271,7 +274,7 @@ class WorkerResult(BaseModel):
     kill_missed: str | None = None  # the write ended without reaching the kill point asked for: why
     commit_retries: int | None = None  # pyiceberg's retries after a commit conflict (None: not its commits)
     file_io: str | None = None  # the FileIO pyiceberg wrote through, with its library's version (--fileio)
-    # A cluster's executors as the driver read them from the engine's metrics (spark-rest-api).
+    # A cluster's executors as the driver read them from the engine's metrics (spark-rest-api, ray-metrics).
     executors: list[ExecutorFigures] = []
 
 

@@ -28,13 +28,13 @@ class DaftWriter(ModeWriter):
     libraries: ClassVar[tuple[str, ...]] = ("daft", "pyiceberg", "pyarrow")
     consumes_batches = False  # daft reads the files itself: its steps are the write and the commit
 
-    def runner(self, job: WriteJob) -> AbstractContextManager[object]:
+    def runner(self, job: WriteJob, timer: StepTimer) -> AbstractContextManager[object]:
         """Where daft runs the plan: its native runner, in this process."""
         return nullcontext()
 
     def write_mode(self, job: WriteJob, timer: StepTimer, mode: WriteMode) -> None:
         """The whole write as one daft call: a step until its snapshot was stamped, then the commit."""
-        with self.runner(job):
+        with self.runner(job, timer):
             import daft
 
             frame = daft.read_parquet([str(path) for path in job.source.paths])
@@ -52,14 +52,14 @@ class DaftRayWriter(DaftWriter):
     options: ClassVar[type[EngineOptions]] = RayOptions
     in_default_matrix = False  # a cluster's start per run; `--writers daft-ray` asks for it
 
-    def runner(self, job: WriteJob) -> AbstractContextManager[object]:
-        return _on_ray(job)
+    def runner(self, job: WriteJob, timer: StepTimer) -> AbstractContextManager[object]:
+        return _on_ray(job, timer)
 
 
 @contextmanager
-def _on_ray(job: WriteJob) -> Iterator[None]:
-    """A Ray cluster of the worker's own (ray_data.ray_cluster), daft's runner pointed at it."""
-    with ray_cluster(job):
+def _on_ray(job: WriteJob, timer: StepTimer) -> Iterator[None]:
+    """A Ray cluster of the worker's own or `address`'s (ray_data.ray_cluster), daft's runner on it."""
+    with ray_cluster(job, timer):
         import daft
 
         daft.set_runner_ray(noop_if_initialized=True)

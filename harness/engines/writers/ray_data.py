@@ -79,11 +79,19 @@ class RayOptions(EngineOptions):
     node_memory: ByteSize | None = Field(
         None, description="nodes: each node's cap (default: the run's --memory, as the driver's)"
     )
+    address: str | None = Field(
+        None,
+        min_length=1,
+        description="a Ray cluster icebench did not start (its GCS, host:port): the driver joins it, "
+        "its nodes' memory is read from Ray's metrics, nothing of it is capped here",
+    )
 
     @model_validator(mode="after")
     def _node_memory_with_its_nodes(self) -> RayOptions:
         if self.node_memory is not None and self.nodes is None:
             raise ValueError("node_memory caps the nodes of a cluster of `nodes` only, and nodes is unset")
+        if self.address is not None and self.nodes is not None:
+            raise ValueError("address joins a cluster icebench did not start, nodes starts one: set one")
         return self
 
 
@@ -107,9 +115,9 @@ class RayDataWriter(Writer):
         self._write(job, timer, "UPSERT", upsert_kwargs={"join_cols": list(job.key_columns)})
 
     def _write(self, job: WriteJob, timer: StepTimer, mode: str, **kwargs: Any) -> None:
-        """One `write_iceberg` on a cluster of this worker's own: a step until its snapshot was
-        stamped, then the commit."""
-        with ray_cluster(job), scanned(job.source), snapshot_split(job.table, timer):
+        """One `write_iceberg` on a cluster of this worker's own (or `address`'s): a step until its
+        snapshot was stamped, then the commit."""
+        with ray_cluster(job, timer), scanned(job.source), snapshot_split(job.table, timer):
             from ray.data import SaveMode  # after the cluster's start: Ray reads its token once
 
             _dataset(job).write_iceberg(
@@ -136,11 +144,17 @@ def _dataset(job: WriteJob) -> Dataset:
 
 
 @contextmanager
-def ray_cluster(job: WriteJob) -> Iterator[None]:
+def ray_cluster(job: WriteJob, timer: StepTimer) -> Iterator[None]:
     """A Ray cluster for one write, stopped and its files removed afterwards: by default a local one
     whose processes are children of this worker (so under its cap), its object store a share of the
-    cap; with `nodes`, that many nodes on loopback, each capped on its own (ray_nodes)."""
+    cap; with `nodes`, that many nodes on loopback, each capped on its own (ray_nodes). With
+    `address`, the cluster there, joined and left, its nodes' memory sampled from Ray's metrics
+    into `timer.executors` (ray_metrics.py)."""
     options = job.options if isinstance(job.options, RayOptions) else RayOptions()
+    if options.address is not None:
+        with _joined(options.address, timer):
+            yield
+        return
     if options.nodes is not None:  # the driver (this process) and every node present the cluster's
         # token; before Ray is imported, which reads them once
         os.environ.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)})
@@ -167,6 +181,21 @@ def ray_cluster(job: WriteJob) -> Iterator[None]:
     finally:
         ray.shutdown()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+@contextmanager
+def _joined(address: str, timer: StepTimer) -> Iterator[None]:
+    import ray
+
+    from harness.engines.ray_metrics import sampled_nodes
+
+    ray.init(address=address, log_to_driver=False)
+    try:
+        with sampled_nodes() as nodes:
+            yield
+        timer.executors = nodes.figures()
+    finally:
+        ray.shutdown()
 
 
 def object_store_bytes(cap_bytes: int | None, options: RayOptions) -> int | None:

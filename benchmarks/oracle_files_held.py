@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import re
 import tracemalloc
 from pathlib import Path
 
@@ -57,7 +58,7 @@ def held_bytes(root: Path, count: int) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path)
-    parser.add_argument("--files", default="40,120", help="two or more file counts, e.g. 40,120")
+    parser.add_argument("--files", default="40,120", help="file counts, e.g. 40,120 (one: its peak alone)")
     args = parser.parse_args()
     counts = [int(count) for count in args.files.split(",")]
     held_bytes(args.root.resolve(), min(counts))  # once before: what a first read allocates for good
@@ -65,7 +66,10 @@ def main() -> None:
     for count, size in held.items():
         print(f"{count} files of {COLUMNS} columns: the read-back holds {size / 2**20:.1f} MiB")
     low, high = min(counts), max(counts)
-    print(f"per file: {(held[high] - held[low]) / (high - low) / 2**10:.0f} KiB")
+    if high > low:
+        print(f"per file: {(held[high] - held[low]) / (high - low) / 2**10:.0f} KiB")
+    peak = int(re.search(r"VmHWM:\s+(\d+) kB", Path("/proc/self/status").read_text())[1]) * 1024
+    print(f"the process's resident peak: {peak / 2**20:.0f} MiB")
 
 
 if __name__ == "__main__":

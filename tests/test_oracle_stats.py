@@ -24,7 +24,7 @@ from test_oracle_checks import _append_table, _judge, locations_path
 
 from harness.judge.oracle import capture_state
 from harness.judge.readback import read_content
-from harness.judge.statistics import ColumnStats, _decimal_bounds, _fold, bound_holds
+from harness.judge.statistics import ColumnStats, PackedMap, _decimal_bounds, _fold, bound_holds
 from scenarios.base import DataSets, _place_file, register_set
 
 # DataFile fields by position (pyiceberg 0.12's Record layout).
@@ -118,6 +118,19 @@ def test_every_file_is_held_to_its_entry_as_its_read_ends_then_its_claims_are_le
     content = read_content(table)
     assert len(content.files) == 2 and all(facts.stats_problems for facts in content.files)
     assert all(facts.listed.upper_bounds is None and not facts.stats.columns for facts in content.files)
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [{3: 10, 1: 0, 400: 2**40}, {2: b"", 7: b"\x00\x01", 5: "é".encode() * 20}],
+    ids=["counts", "bounds"],
+)
+def test_packed_claims_read_as_the_entrys_own(claims):
+    """An entry's claims are packed before the read (its dicts let go): the same map, looked up."""
+    packed = PackedMap(claims)
+    assert dict(packed) == claims and len(packed) == len(claims) and 4 not in packed
+    with pytest.raises(KeyError):
+        packed[99]
 
 
 def test_looser_bounds_are_legal_and_pass(tiny_sets, tmp_path):

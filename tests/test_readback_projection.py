@@ -44,9 +44,9 @@ def _content(table: object, monkeypatch: pytest.MonkeyPatch) -> tuple:
     """What the read found, each file's statistics as gathered (before they are let go) included."""
     gathered = []
 
-    def held(listed: object, stats: object, rows: int, columns: list) -> list[str]:
-        gathered.append((listed.file_path, rows, stats))  # type: ignore[attr-defined]
-        return checked(listed, stats, rows, columns)
+    def held(claims: object, stats: object, rows: int, columns: list) -> list[str]:
+        gathered.append((rows, stats))
+        return checked(claims, stats, rows, columns)
 
     checked = readback.stats_problems
     monkeypatch.setattr(readback, "stats_problems", held)

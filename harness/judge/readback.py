@@ -63,14 +63,15 @@ from harness.judge.key_tally import KeyTally
 from harness.judge.nested import project_nested
 from harness.judge.physical import physical_problems
 from harness.judge.statistics import (
+    Claims,
     Column,
     FileStats,
     footer_column_sizes,
     gather,
-    let_go_of_claims,
     primitive_columns,
     stats_problems,
 )
+from harness.services.own_memory import release_freed_memory
 
 # Rows per decoded batch of the selective scan's reader: ~80 MiB at 400 mixed columns, small
 # enough beside the row group buffer; kept, so that scans compare across revisions.
@@ -217,6 +218,8 @@ class _Settling:
 
     def __init__(self, table: Table, tasks: list[FileScanTask], stats: list[FileStats]) -> None:
         self.tasks, self.stats = tasks, stats
+        self.claims: list[Claims | None] = [Claims.taken_from(task.file) for task in tasks]  # packed
+        release_freed_memory()  # the entries' dicts, back to the kernel before Arrow's read buffers
         self.columns: list[Column] = primitive_columns(table.metadata.schema())
         self.partition_sources = {
             spec_id: {field.source_id for field in spec.fields} for spec_id, spec in table.specs().items()
@@ -234,8 +237,9 @@ class _Settling:
 
     def settle(self, index: int, rows: int) -> None:
         listed, read = self.tasks[index].file, self.stats[index]
-        problems = tuple(stats_problems(listed, read, rows, self.columns))
-        let_go_of_claims(listed)
+        claims, self.claims[index] = self.claims[index], None  # checked, then let go
+        assert claims is not None
+        problems = tuple(stats_problems(claims, read, rows, self.columns))
         for field_id, found in read.columns.items():
             self.nulls[field_id] += found.nulls
         sources = self.partition_sources.get(listed.spec_id, set())
